@@ -1,0 +1,80 @@
+/*
+ * AMD Lightweight Profiling: architectural definitions
+ *
+ * The one place where LWP's guest-visible numbers are written down, taken
+ * from "Lightweight Profiling Specification", AMD publication 43724,
+ * revision 3.08 (cited as "spec N.M").  Plain C with no dependencies, so
+ * the C++ engine (tcg-helpers/), the QEMU glue and the guest test programs
+ * all include the same definitions.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#ifndef LWP_ARCH_H
+#define LWP_ARCH_H
+
+/* spec 3.1: CPUID Fn8000_0001_ECX[LWP] */
+#define LWP_CPUID_EXT3_BIT          15
+
+/* spec 3.2, 4.1: XCR0 bit 62 and the XSAVE component it enables */
+#define LWP_XSTATE_BIT              62
+#define LWP_XSAVE_OFFSET            0x340   /* standard (non-compacted) form */
+#define LWP_XSAVE_SIZE              0x80
+
+/* spec 3.3, Table 3-1: CPUID Fn8000_001C */
+#define LWP_CPUID_LEAF              0x8000001Cu
+
+/* EAX (available) and EDX (supported) feature bits */
+#define LWP_FEAT_AVAIL              (1u << 0)   /* LwpAvail */
+#define LWP_FEAT_VAL                (1u << 1)   /* LWPVAL, EventId 1 */
+#define LWP_FEAT_IRE                (1u << 2)   /* instructions retired, 2 */
+#define LWP_FEAT_BRE                (1u << 3)   /* branches retired, 3 */
+#define LWP_FEAT_DME                (1u << 4)   /* DCache misses, 4 */
+#define LWP_FEAT_CNH                (1u << 5)   /* CPU clocks not halted, 5 */
+#define LWP_FEAT_RNH                (1u << 6)   /* reference clocks, 6 */
+#define LWP_FEAT_INT                (1u << 31)  /* threshold interrupt */
+#define LWP_FEAT_EVENTS_MASK        0x7eu       /* bits 6:1, EventId n = bit n */
+#define LWP_NUM_EVENTS              6           /* v1 defines EventIds 1..6 */
+
+/* EBX: LWPCB and record geometry */
+#define LWP_CPUID_EBX_CBSIZE_SHIFT      0   /* LWPCB size in quadwords */
+#define LWP_CPUID_EBX_EVENTSIZE_SHIFT   8   /* bytes per event record */
+#define LWP_CPUID_EBX_MAXEVENTS_SHIFT   16  /* highest EventId */
+#define LWP_CPUID_EBX_EVENTOFFSET_SHIFT 24  /* offset of EventInterval1 */
+#define LWP_EVENT_RECORD_SIZE       32      /* LwpEventSize, version 1 */
+#define LWP_EVENT_OFFSET            0x80    /* LwpEventOffset */
+
+/* ECX: capabilities */
+#define LWP_CAP_LATENCY_MAX_SHIFT   0       /* 4:0, DCache latency bits */
+#define LWP_CAP_LATENCY_MAX_MASK    (0x1fu << 0)
+#define LWP_CAP_DATA_ADDRESS        (1u << 5)
+#define LWP_CAP_LATENCY_RND_SHIFT   6       /* 8:6 */
+#define LWP_CAP_LATENCY_RND_MASK    (0x7u << 6)
+#define LWP_CAP_VERSION_SHIFT       9       /* 15:9 */
+#define LWP_CAP_VERSION_MASK        (0x7fu << 9)
+#define LWP_CAP_MIN_BUFFER_SHIFT    16      /* 23:16, units of 32 records */
+#define LWP_CAP_MIN_BUFFER_MASK     (0xffu << 16)
+#define LWP_CAP_BRANCH_PREDICTION   (1u << 28)
+#define LWP_CAP_IP_FILTERING        (1u << 29)
+#define LWP_CAP_CACHE_LEVELS        (1u << 30)
+#define LWP_CAP_CACHE_LATENCY       (1u << 31)
+/* Capabilities that exist only with the DCache miss event (Table 3-1) */
+#define LWP_CAP_DME_ONLY_MASK       (LWP_CAP_LATENCY_MAX_MASK | \
+                                     LWP_CAP_DATA_ADDRESS | \
+                                     LWP_CAP_LATENCY_RND_MASK | \
+                                     LWP_CAP_CACHE_LEVELS | \
+                                     LWP_CAP_CACHE_LATENCY)
+#define LWP_VERSION                 1
+
+/* spec 4.2: LWP_CFG */
+#define LWP_MSR_CFG                 0xc0000105u
+#define LWP_CFG_FEATURES_MASK       0xfffffffeull   /* bits 31:1 */
+#define LWP_CFG_COREID_SHIFT        32              /* bits 39:32 */
+#define LWP_CFG_VECTOR_SHIFT        40              /* bits 47:40 */
+/* Write-ignored, read as zero on the FX-8150 (notes/prior-art.md) */
+#define LWP_CFG_IGNORED_MASK        0xffff000000000001ull
+
+/* spec 4.3: LWP_CBADDR */
+#define LWP_MSR_CBADDR              0xc0000106u
+
+#endif /* LWP_ARCH_H */

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Developer workflow for the edits to upstream files (patches/):
+#
+#   scripts/devel-tree.sh init     turn build/qemu-src into a git repository:
+#                                  one "upstream" commit of the tarball, then
+#                                  one commit per patch (git am), in place, so
+#                                  the build stays incremental
+#   (edit, build with scripts/build.sh, commit with git -C build/qemu-src;
+#    git commit --amend / rebase -i to change an existing patch)
+#   scripts/devel-tree.sh export   regenerate patches/ with git format-patch
+#   scripts/devel-tree.sh finish   export, then drop the git repository so
+#                                  scripts/prepare.sh manages the tree again
+#
+# Nobody edits .patch files by hand. The overlay symlinks (the project's own
+# files) are ignored by this repository; they are never part of a patch.
+set -euo pipefail
+. "$(dirname "$0")/common.sh"
+
+cmd=${1:-}
+case "$cmd" in
+init)
+    if [ -d "$SRC/.git" ]; then die "$SRC is already a git repository"; fi
+    "$TOP/scripts/prepare.sh"
+    tarball=$(qemu_tarball)
+    tmp=$(mktemp -d)
+    trap 'rm -rf "$tmp"' EXIT
+    tar -xJf "$tarball" -C "$tmp" --strip-components=1
+    export GIT_DIR=$SRC/.git GIT_WORK_TREE=$tmp
+    git init -q
+    git config user.name "${GIT_AUTHOR_NAME:-$(git -C "$TOP" config user.name || echo qemu-lwp)}"
+    git config user.email "${GIT_AUTHOR_EMAIL:-$(git -C "$TOP" config user.email || echo qemu-lwp@localhost)}"
+    git config core.autocrlf false
+    # The overlay (symlinks into the project) and local stamps are not upstream
+    { echo '/.qemu-lwp-*'; (cd "$TOP" && for d in "${OVERLAY_DIRS[@]}"; do
+        if [ -d "$d" ]; then find "$d" -type f; fi; done | sed 's|^|/|'); } >"$GIT_DIR/info/exclude"
+    git add -A -f .
+    git commit -q -m "upstream: $(basename "$tarball")"
+    git tag upstream
+    for p in "$TOP"/patches/*.patch; do
+        [ -e "$p" ] || continue
+        git am -q --keep-cr "$p" || die "git am $(basename "$p") failed"
+    done
+    # The prepared tree already holds exactly these contents: only the index
+    # moves to it, no file in $SRC is rewritten.
+    unset GIT_DIR GIT_WORK_TREE
+    git -C "$SRC" config --unset core.worktree || true
+    git -C "$SRC" reset -q
+    touch "$SRC/.qemu-lwp-devel"
+    dirty=$(git -C "$SRC" status --porcelain | head -n 5)
+    [ -z "$dirty" ] || { echo "$dirty"; die "tree differs from the series"; }
+    log "$SRC is a git repository: $(git -C "$SRC" rev-list --count upstream..HEAD) patches on 'upstream'"
+    ;;
+export | finish)
+    [ -d "$SRC/.git" ] || die "$SRC is not a development tree (run: $0 init)"
+    [ -z "$(git -C "$SRC" status --porcelain --untracked-files=no)" ] ||
+        die "uncommitted changes in $SRC: commit them first"
+    rm -f "$TOP"/patches/*.patch
+    git -C "$SRC" format-patch -q --zero-commit --no-signature --no-stat \
+        -o "$TOP/patches" upstream..HEAD
+    log "exported $(ls "$TOP"/patches/*.patch 2>/dev/null | wc -l) patches to patches/"
+    if [ "$cmd" = finish ]; then
+        rm -rf "$SRC/.git" "$SRC/.qemu-lwp-devel"
+        "$TOP/scripts/prepare.sh"
+    fi
+    ;;
+*)
+    sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'
+    exit 2
+    ;;
+esac
