@@ -31,8 +31,8 @@ init)
     git config user.email "${GIT_AUTHOR_EMAIL:-$(git -C "$TOP" config user.email || echo qemu-lwp@localhost)}"
     git config core.autocrlf false
     # The overlay (symlinks into the project) and local stamps are not upstream
-    { echo '/.qemu-lwp-*'; (cd "$TOP" && for d in "${OVERLAY_DIRS[@]}"; do
-        if [ -d "$d" ]; then find "$d" -type f; fi; done | sed 's|^|/|'); } >"$GIT_DIR/info/exclude"
+    # The overlay is excluded (scripts/prepare.sh keeps .git/info/exclude)
+    echo '/.qemu-lwp-*' >"$GIT_DIR/info/exclude"
     git add -A -f .
     git commit -q -m "upstream: $(basename "$tarball")"
     git tag upstream
@@ -46,6 +46,7 @@ init)
     git -C "$SRC" config --unset core.worktree || true
     git -C "$SRC" reset -q
     touch "$SRC/.qemu-lwp-devel"
+    "$TOP/scripts/prepare.sh"
     dirty=$(git -C "$SRC" status --porcelain | head -n 5)
     [ -z "$dirty" ] || { echo "$dirty"; die "tree differs from the series"; }
     log "$SRC is a git repository: $(git -C "$SRC" rev-list --count upstream..HEAD) patches on 'upstream'"

@@ -19,9 +19,29 @@ overlay_files() {
 stamp=$( { basename "$tarball"; cat "$TOP"/patches/*.patch 2>/dev/null;
            overlay_files; } | sha256sum | cut -d' ' -f1)
 
+# Link the overlay files into tree $1 (new files only; never over upstream)
+link_overlay() {
+    overlay_files | while read -r f; do
+        if [ -e "$1/$f" ] && [ ! -L "$1/$f" ]; then
+            die "overlay file $f would replace an upstream file: use a patch"
+        fi
+        mkdir -p "$1/$(dirname "$f")"
+        ln -sfn "$TOP/$f" "$1/$f"
+    done
+}
+
 if [ -d "$SRC/.git" ] && [ -f "$SRC/.qemu-lwp-devel" ]; then
-    log "$SRC is a development tree (scripts/devel-tree.sh); not touching it"
-    log "export the series with scripts/devel-tree.sh export"
+    # A development tree: its files are the developer's; only keep the
+    # overlay links current (drop dangling ones, add new ones).
+    find "$SRC" -path "$SRC/.git" -prune -o -type l -lname "$TOP/*" ! -exec test -e {} \; -print0 |
+        xargs -0r rm -f
+    link_overlay "$SRC"
+    { echo '/.qemu-lwp-*'; overlay_files | sed 's|^|/|'; } >"$SRC/.git/info/exclude"
+    git -C "$SRC" ls-files --others --exclude-standard -z | grep -qz . && {
+        git -C "$SRC" status --short | head -n 10
+        log "warning: untracked files in the development tree (new overlay files"
+        log "belong in the project, new upstream files in a patch)"
+    }
     exit 0
 fi
 if [ -f "$SRC/.qemu-lwp-stamp" ] && [ "$(cat "$SRC/.qemu-lwp-stamp")" = "$stamp" ]; then
@@ -37,12 +57,7 @@ for p in "$TOP"/patches/*.patch; do
     [ -e "$p" ] || continue
     patch -s -p1 -d "$stage" -N -r - <"$p" || die "patch $(basename "$p") failed"
 done
-overlay_files | while read -r f; do
-    [ -e "$stage/$f" ] && [ ! -L "$stage/$f" ] &&
-        die "overlay file $f would replace an upstream file: use a patch"
-    mkdir -p "$stage/$(dirname "$f")"
-    ln -sfn "$TOP/$f" "$stage/$f"
-done
+link_overlay "$stage"
 echo "$stamp" >"$stage/.qemu-lwp-stamp"
 mkdir -p "$SRC"
 rsync -rlpc --delete "$stage/" "$SRC/"

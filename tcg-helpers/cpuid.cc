@@ -48,7 +48,7 @@ uint32_t lwp_cpuid_ebx(uint32_t edx)
 // Table 3-1, ECX: the latency, data address and cache filtering fields
 // are 0 without the DCache miss event; LwpBranchPrediction is 0 without
 // the branches retired event.
-uint32_t lwp_cpuid_ecx(uint32_t ecx_caps, uint32_t edx, uint32_t min_buffer)
+uint32_t lwp_cpuid_ecx(uint32_t ecx_caps, uint32_t edx)
 {
     uint32_t caps = ecx_caps & ~(LWP_CAP_VERSION_MASK | LWP_CAP_MIN_BUFFER_MASK);
 
@@ -59,7 +59,7 @@ uint32_t lwp_cpuid_ecx(uint32_t ecx_caps, uint32_t edx, uint32_t min_buffer)
         caps &= ~LWP_CAP_BRANCH_PREDICTION;
     }
     return caps | uint32_t{LWP_VERSION} << LWP_CAP_VERSION_SHIFT |
-           (min_buffer << LWP_CAP_MIN_BUFFER_SHIFT & LWP_CAP_MIN_BUFFER_MASK);
+           uint32_t{LWP_ENGINE_MIN_BUFFER} << LWP_CAP_MIN_BUFFER_SHIFT;
 }
 
 // spec 3.3: "Bit 0 of EAX is a copy of bit 62 from XFEATURE_ENABLED_MASK";

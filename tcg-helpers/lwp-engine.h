@@ -35,10 +35,15 @@ typedef enum LwpStatus {
 /* EBX: LWPCB size, record size, highest EventId, event area offset */
 uint32_t lwp_cpuid_ebx(uint32_t edx);
 /*
- * ECX: @ecx_caps with the flags the spec ties to an absent event cleared,
- * plus LwpVersion and LwpMinBufferSize (@min_buffer, units of 32 records).
+ * The smallest ring buffer LLWPCB accepts, in units of 32 records
+ * (LwpMinBufferSize): 1, as on every Family 15h part.
  */
-uint32_t lwp_cpuid_ecx(uint32_t ecx_caps, uint32_t edx, uint32_t min_buffer);
+#define LWP_ENGINE_MIN_BUFFER       1
+/*
+ * ECX: @ecx_caps with the flags the spec ties to an absent event cleared,
+ * plus LwpVersion and LwpMinBufferSize.
+ */
+uint32_t lwp_cpuid_ecx(uint32_t ecx_caps, uint32_t edx);
 /* EAX: what is available: XCR0[62] in bit 0, LWP_CFG & EDX above it */
 uint32_t lwp_cpuid_eax(uint64_t xcr0, uint64_t lwp_cfg, uint32_t edx);
 

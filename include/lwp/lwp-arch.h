@@ -33,7 +33,7 @@
 #define LWP_FEAT_CNH                (1u << 5)   /* CPU clocks not halted, 5 */
 #define LWP_FEAT_RNH                (1u << 6)   /* reference clocks, 6 */
 #define LWP_FEAT_INT                (1u << 31)  /* threshold interrupt */
-#define LWP_FEAT_EVENTS_MASK        0x7eu       /* bits 6:1, EventId n = bit n */
+#define LWP_FEAT_EVENTS_MASK        0x7eu       /* EventId n is bit n */
 #define LWP_NUM_EVENTS              6           /* v1 defines EventIds 1..6 */
 
 /* EBX: LWPCB and record geometry */

@@ -41,7 +41,7 @@ TEST(CpuidEbx, NoEventsLeavesOnlyTheFixedPart)
 TEST(CpuidEcx, BulldozerValue)
 {
     // LwpVersion 1, LwpMinBufferSize 1, no filtering capabilities
-    EXPECT_EQ(lwp_cpuid_ecx(0, kBulldozerEdx, 1), 0x00010200u);
+    EXPECT_EQ(lwp_cpuid_ecx(0, kBulldozerEdx), 0x00010200u);
 }
 
 TEST(CpuidEcx, CacheFieldsAreZeroWithoutTheDcacheMissEvent)
@@ -49,22 +49,22 @@ TEST(CpuidEcx, CacheFieldsAreZeroWithoutTheDcacheMissEvent)
     uint32_t caps = LWP_CAP_DATA_ADDRESS | LWP_CAP_CACHE_LEVELS |
                     LWP_CAP_CACHE_LATENCY | 31u /* LatencyMax */ |
                     (2u << 6) /* LatencyRnd */ | LWP_CAP_IP_FILTERING;
-    EXPECT_EQ(lwp_cpuid_ecx(caps, kBulldozerEdx, 1), 0x20010200u);
-    EXPECT_EQ(lwp_cpuid_ecx(caps, kBulldozerEdx | LWP_FEAT_DME, 1),
+    EXPECT_EQ(lwp_cpuid_ecx(caps, kBulldozerEdx), 0x20010200u);
+    EXPECT_EQ(lwp_cpuid_ecx(caps, kBulldozerEdx | LWP_FEAT_DME),
               0xe00102bfu);
 }
 
 TEST(CpuidEcx, BranchPredictionNeedsTheBranchEvent)
 {
-    EXPECT_EQ(lwp_cpuid_ecx(LWP_CAP_BRANCH_PREDICTION, LWP_FEAT_AVAIL, 1),
+    EXPECT_EQ(lwp_cpuid_ecx(LWP_CAP_BRANCH_PREDICTION, LWP_FEAT_AVAIL),
               0x00010200u);
-    EXPECT_EQ(lwp_cpuid_ecx(LWP_CAP_BRANCH_PREDICTION, kBulldozerEdx, 1),
+    EXPECT_EQ(lwp_cpuid_ecx(LWP_CAP_BRANCH_PREDICTION, kBulldozerEdx),
               0x10010200u);
 }
 
 TEST(CpuidEcx, VersionAndMinBufferAreNotTakenFromTheCaps)
 {
-    EXPECT_EQ(lwp_cpuid_ecx(0x00ffff00u, kBulldozerEdx, 2), 0x00020200u);
+    EXPECT_EQ(lwp_cpuid_ecx(0x00ffff00u, kBulldozerEdx), 0x00010200u);
 }
 
 TEST(CpuidEax, ZeroWhileXcr0Bit62IsClear)

@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Run every test layer (README: "the test command").  Builds what it needs
+# first.  Ends with one line: "N passed, N failed" over all layers.
+#
+#   engine   GoogleTest unit tests of tcg-helpers/
+#   user     guest programs under build/qemu-x86_64 (tests/user)
+#   system   bare-metal guest kernel under build/qemu-system-x86_64
+#            (tests/system)
+#   qtest    lwp-cpuid-test and upstream's test-x86-cpuid-compat
+#   tcg      upstream's x86_64-linux-user check-tcg programs
+#
+# LAYERS="engine user" scripts/test.sh runs a subset.
+set -uo pipefail
+. "$(dirname "$0")/common.sh"
+LAYERS=${LAYERS:-engine user system qtest tcg}
+total_pass=0 total_fail=0
+summary=()
+
+count() { # LAYER PASSED FAILED
+    total_pass=$((total_pass + $2))
+    total_fail=$((total_fail + $3))
+    summary+=("$(printf '%-7s %4d passed, %d failed' "$1" "$2" "$3")")
+}
+has() { [[ " $LAYERS " == *" $1 "* ]]; }
+
+"$TOP/scripts/build.sh" || { echo "build: 0 passed, 1 failed"; echo "0 passed, 1 failed"; exit 1; }
+logs=$BUILD/test-logs
+mkdir -p "$logs"
+
+if has engine; then
+    log "engine unit tests"
+    [ -f "$BUILD/engine/build.ninja" ] || meson setup "$BUILD/engine" "$TOP" >"$logs/engine-setup.log"
+    if ninja -C "$BUILD/engine" >"$logs/engine-build.log" 2>&1; then
+        "$BUILD/engine/tests/engine/engine-tests" --gtest_brief=1 2>&1 | tee "$logs/engine.log"
+        p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$logs/engine.log")
+        f=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' "$logs/engine.log")
+        count engine "${p:-0}" "${f:-0}"
+        [ -n "$p$f" ] || count engine 0 1
+    else
+        cat "$logs/engine-build.log"; count engine 0 1
+    fi
+fi
+
+layer_script() { # LAYER SCRIPT ARGS...: the script's last line is "X: N passed, N failed"
+    local name=$1 line
+    shift
+    log "$name tests"
+    "$@" 2>&1 | tee "$logs/$name.log"
+    line=$(grep -E "^$name: [0-9]+ passed, [0-9]+ failed" "$logs/$name.log" | tail -n 1)
+    if [ -z "$line" ]; then
+        count "$name" 0 1
+    else
+        count "$name" "$(echo "$line" | awk '{print $2}')" "$(echo "$line" | awk '{print $4}')"
+    fi
+}
+has user && layer_script user "$TOP/tests/user/run.sh" "$BUILD/qemu-x86_64"
+has system && layer_script system "$TOP/tests/system/run.sh" "$BUILD/qemu-system-x86_64"
+
+if has qtest; then
+    log "qtests"
+    qt=(lwp-cpuid-test test-x86-cpuid-compat)
+    if ninja -C "$QBUILD" -j"$JOBS" "${qt[@]/#/tests/qtest/}" >"$logs/qtest-build.log" 2>&1; then
+        (cd "$QBUILD" && meson test --no-rebuild --print-errorlogs \
+            "${qt[@]/#/qtest-x86_64/}") 2>&1 | tee "$logs/qtest.log"
+        p=$(sed -n 's/^Ok: *\([0-9]*\)/\1/p' "$logs/qtest.log")
+        f=$(awk '/^(Fail|Unexpected Pass|Timeout):/ {n += $NF} END {print n + 0}' "$logs/qtest.log")
+        count qtest "${p:-0}" "$f"
+    else
+        tail -n 30 "$logs/qtest-build.log"; count qtest 0 1
+    fi
+fi
+
+if has tcg; then
+    log "upstream check-tcg, x86_64-linux-user"
+    make -C "$QBUILD" -k -j"$JOBS" run-tcg-tests-x86_64-linux-user >"$logs/tcg.log" 2>&1
+    run=$(grep -cE '^ +TEST +' "$logs/tcg.log")
+    f=$(grep -cE '\*\*\* \[.*run-[^]]*\] Error' "$logs/tcg.log")
+    grep -E '^ +TEST |Error' "$logs/tcg.log" | tail -n 5
+    count tcg $((run - f)) "$f"
+    [ "$run" -gt 0 ] || count tcg 0 1
+fi
+
+echo
+printf '%s\n' "${summary[@]}"
+echo "$total_pass passed, $total_fail failed"
+[ "$total_fail" = 0 ]

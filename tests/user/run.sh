@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# User-mode guest tests: programs built by the host gcc (-mlwp, static) run
+# under the patched qemu-x86_64; pass/fail by exit status and output.
+# Usage: tests/user/run.sh QEMU_X86_64.  Last line: "user: N passed, N failed".
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/../.." && pwd)
+qemu=${1:?usage: run.sh QEMU_X86_64}
+out=${BUILD_DIR:-$top/build}/tests-user
+mkdir -p "$out"
+pass=0 fail=0
+
+ok() { pass=$((pass + 1)); echo "PASS: $*"; }
+ko() { fail=$((fail + 1)); echo "FAIL: $*"; }
+
+CFLAGS=(-O2 -g -Wall -Wextra -Werror -static -mlwp -I"$top/include")
+if ! gcc "${CFLAGS[@]}" -o "$out/lwpinfo" "$here/lwpinfo.c"; then
+    ko "lwpinfo builds"
+    echo "user: $pass passed, $fail failed"
+    exit 1
+fi
+
+# expect NAME CPU LINE...: every LINE must appear in the output of lwpinfo
+expect() {
+    local name=$1 cpu=$2 line o
+    shift 2
+    if ! o=$("$qemu" -cpu "$cpu" "$out/lwpinfo" 2>&1); then
+        ko "$name: lwpinfo exits 0 under -cpu $cpu"
+        printf '%s\n' "$o" | sed 's/^/    /'
+        return
+    fi
+    for line in "$@"; do
+        if printf '%s\n' "$o" | grep -qxF -- "$line"; then
+            ok "$name: '$line'"
+        else
+            ko "$name: expected '$line' under -cpu $cpu, got:"
+            printf '%s\n' "$o" | sed 's/^/    /'
+        fi
+    done
+}
+
+# Family 15h values (notes/prior-art.md); in user mode the "OS" has set
+# XCR0[62] and made every supported feature available (LWP_CFG = EDX), so
+# EAX = EDX (spec 3.3: EAX bit 0 = XCR0[62], bits 31:1 = LWP_CFG).
+for cpu in Opteron_G4 Opteron_G5; do
+    expect "$cpu" "$cpu,+lwp" \
+        "LWP supported (CPUID 8000_0001 ECX[15]): 1" \
+        "CPUID 8000_001C: EAX=8000000f EBX=80032013 ECX=00010200 EDX=8000000f" \
+        "available: avail val ire bre int" \
+        "LWPCB size: 152 bytes, event record: 32 bytes, max EventId: 3, event area at +0x80" \
+        "version 1, minimum ring buffer 32 records"
+done
+# XCR0 bit 62 set at start, next to x87/SSE/AVX (Opteron_G4 has no PKRU)
+expect "Opteron_G4 XCR0" "Opteron_G4,+lwp" "XCR0: 4000000000000007"
+# -cpu max,+lwp: LwpAvail only so far (docs/implementation-choices.md)
+expect "max,+lwp" "max,+lwp" \
+    "LWP supported (CPUID 8000_0001 ECX[15]): 1" \
+    "CPUID 8000_001C: EAX=00000001 EBX=80002010 ECX=00010200 EDX=00000001"
+# LWP is opt-in
+expect "max" "max" "LWP supported (CPUID 8000_0001 ECX[15]): 0"
+expect "Opteron_G4 without lwp" "Opteron_G4" \
+    "LWP supported (CPUID 8000_0001 ECX[15]): 0"
+
+echo "user: $pass passed, $fail failed"
+[ "$fail" = 0 ]
