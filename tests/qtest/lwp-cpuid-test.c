@@ -119,7 +119,8 @@ static void test_family15h(const void *data)
     g_assert_cmphex(w.ebx, ==, 0x80032013);
     g_assert_cmphex(w.ecx, ==, 0x00010200);
     g_assert_cmphex(w.edx, ==, 0x8000000F);
-    g_assert_cmphex(w.filtered_ext3_ecx, ==, 0);
+    /* (TCG filters the models' XOP, FMA4 and MisAlignSse) */
+    g_assert_cmphex(w.filtered_ext3_ecx & (1u << 15), ==, 0);
     g_assert_cmphex(w.filtered_ecx, ==, 0);
     g_assert_cmphex(w.filtered_edx, ==, 0);
     g_assert_cmphex(w.xlevel, >=, LWP_LEAF);
@@ -188,7 +189,7 @@ static void test_dependencies(void)
     LwpWords w = get_words("Opteron_G4,+lwp,-xsave");
 
     assert_no_lwp(&w);
-    g_assert_cmphex(w.filtered_ext3_ecx, ==, 1u << 15);
+    g_assert_cmphex(w.filtered_ext3_ecx & (1u << 15), ==, 1u << 15);
 
     w = get_words("max,+lwp-val");
     assert_no_lwp(&w);
