@@ -33,7 +33,7 @@
 #define PTE_PCD         (1 << 4)
 #define PTE_PS          (1 << 7)
 
-/* Exceptions for which the CPU pushes an error code: 8, 10-14, 17, 21, 29, 30 */
+/* Vectors with a CPU-pushed error code: 8, 10-14, 17, 21, 29, 30 */
 #define ERRCODE_MASK    0x60227d00
 
     .section .multiboot, "a"
@@ -243,7 +243,7 @@ gdt64:
     .quad 0x00cf92000000ffff    /* KERNEL_DS: data, DPL0 */
     .quad 0x00cff2000000ffff    /* USER_DS: data, DPL3 */
     .quad 0x00affa000000ffff    /* USER_CS: 64-bit code, DPL3 */
-    .quad 0, 0                  /* TSS_SEL: filled in by setup_idt() */
+    .quad 0, 0                  /* TSS_SEL: filled in by setup_desc() */
 gdt64_end:
 
 gdt64_desc:
@@ -271,3 +271,5 @@ mb_info:
     .long 0
 user_saved_rsp:
     .quad 0
+
+    .section .note.GNU-stack, "", @progbits

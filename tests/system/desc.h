@@ -37,7 +37,7 @@ struct ex_regs {
 
 typedef void (*handler_fn)(struct ex_regs *regs);
 
-void setup_idt(void);
+void setup_desc(void);
 void handle_irq(unsigned vector, handler_fn fn);
 
 /*

@@ -288,7 +288,7 @@ void setup_cmdline(u32 magic, u32 mbi)
     if (info[0] & MB_INFO_CMDLINE) {
         cmdline = (const char *)(uintptr_t)info[4];
     }
-    printf("cmdline: %s\n", cmdline);
+    printf("\ncmdline: %s\n", cmdline);
 }
 
 /* Find the word "key=value" and copy value; QEMU puts the kernel name first */
@@ -398,7 +398,8 @@ static void user_ret_handler(struct ex_regs *regs)
     user_return(0);
 }
 
-void setup_idt(void)
+/* IDT with all 256 stubs, TSS (RSP0 for CPL3 exceptions), 8259s masked */
+void setup_desc(void)
 {
     u64 base = (uintptr_t)&tss, limit = sizeof(tss) - 1;
     struct {
@@ -421,6 +422,10 @@ void setup_idt(void)
                          ((base >> 24) & 0xff) << 56;
     gdt64[TSS_SEL / 8 + 1] = base >> 32;
     asm volatile("ltr %w0" : : "r"(TSS_SEL));
+
+    /* Mask the 8259s: the BIOS left the timer IRQ0 at vector 8 (#DF) */
+    outb(0x21, 0xff);
+    outb(0xa1, 0xff);
 }
 
 void handle_irq(unsigned vector, handler_fn fn)
@@ -449,13 +454,14 @@ void do_handle_exception(struct ex_regs *regs)
             }
         }
     }
-    asm volatile("mov %%cr2, %0" : "=r"(cr2));
-    printf("%s vector %lu at rip %016lx, CPL %lu, error code %lx, cr2 %lx\n",
-           (regs->cs & 3) ? "CPL3 code died of" : "ABORT: unexpected",
-           regs->vector, regs->rip, regs->cs & 3, regs->error_code, cr2);
     if ((regs->cs & 3) == 3) {
+        printf("run_in_user: CPL3 code ended by vector %lu at rip %lx\n",
+               regs->vector, regs->rip);
         user_return(USER_EXCEPTION | regs->vector);
     }
+    asm volatile("mov %%cr2, %0" : "=r"(cr2));
+    printf("ABORT: unexpected vector %lu at rip %016lx, error code %lx, "
+           "cr2 %lx\n", regs->vector, regs->rip, regs->error_code, cr2);
     abort();
 }
 
@@ -465,9 +471,6 @@ void enable_apic(void)
 {
     u64 base = rdmsr(MSR_IA32_APICBASE);
 
-    /* No legacy PIC interrupts: the BIOS left IRQ0 at vector 8 (#DF) */
-    outb(0x21, 0xff);
-    outb(0xa1, 0xff);
     wrmsr(MSR_IA32_APICBASE, (base & ~APICBASE_X2APIC) | APICBASE_ENABLE);
     apic_write(APIC_SPIV, APIC_SPIV_ENABLE | SPURIOUS_VECTOR);
     apic_write(APIC_TASKPRI, 0);

@@ -18,7 +18,7 @@ typedef uint32_t u32;
 typedef uint64_t u64;
 
 #define BIT(n)          (1u << (n))
-#define BIT_ULL(n)      (1ull << (n))
+#define BIT_ULL(n)      ((u64)1 << (n))
 #define ARRAY_SIZE(a)   (sizeof(a) / sizeof((a)[0]))
 
 #define __printf(a, b)  __attribute__((format(printf, a, b)))

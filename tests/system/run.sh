@@ -1,0 +1,74 @@
+#!/bin/bash
+#
+# Build the system-mode test kernel and boot it once per CPU configuration.
+#
+#   tests/system/run.sh QEMU_SYSTEM_BINARY
+#
+# The kernel is built in build/tests-system/ (or $TESTS_SYSTEM_BUILD).
+# Prints each boot's serial output, then one line
+# "system: N passed, N failed", where "failed" counts FAIL lines plus
+# boots that crashed, timed out or ended without a SUMMARY line.
+# Exits 0 only when everything passed.
+#
+# SPDX-License-Identifier: GPL-2.0-or-later
+
+set -u
+
+if [ $# -ne 1 ]; then
+    echo "usage: $0 QEMU_SYSTEM_BINARY" >&2
+    exit 2
+fi
+qemu=$1
+src=$(cd "$(dirname "$0")" && pwd)
+build=${TESTS_SYSTEM_BUILD:-$(cd "$src/../.." && pwd)/build/tests-system}
+
+# config=NAME (what the kernel expects)  -cpu model
+configs=(
+    "nolwp max"
+    "g4    Opteron_G4,+lwp"
+    "g5    Opteron_G5,+lwp"
+    "max   max,+lwp"
+)
+
+if ! make -s -C "$src" O="$build"; then
+    echo "BUILD FAILED"
+    echo "system: 0 passed, 1 failed"
+    exit 1
+fi
+
+passed=0
+failed=0
+for c in "${configs[@]}"; do
+    read -r name cpu <<<"$c"
+    echo "=== config=$name -cpu $cpu"
+    out=$(timeout 60 "$qemu" -M pc -nographic -serial stdio -monitor none \
+              -device isa-debug-exit,iobase=0xf4,iosize=0x4 \
+              -accel tcg -no-reboot -cpu "$cpu" \
+              -kernel "$build/tests.elf" -append "config=$name" \
+              2>&1 </dev/null)
+    status=$?
+    # drop SeaBIOS's terminal escapes
+    printf '%s\n' "$out" | sed 's/\x1b\[[0-9;?]*[A-Za-z]//g; s/\x1bc//g'
+
+    pass=$(grep -c '^PASS: ' <<<"$out")
+    fail=$(grep -c '^FAIL: ' <<<"$out")
+    passed=$((passed + pass))
+    failed=$((failed + fail))
+
+    # isa-debug-exit: exit(0) gives status 1, exit(1) gives status 3
+    if [ "$fail" -eq 0 ]; then want=1; else want=3; fi
+    if [ $status -eq 124 ]; then
+        echo "BOOT FAILED: config=$name timed out after 60 s"
+        failed=$((failed + 1))
+    elif ! grep -q '^SUMMARY: ' <<<"$out"; then
+        echo "BOOT FAILED: config=$name printed no SUMMARY" \
+             "(exit status $status)"
+        failed=$((failed + 1))
+    elif [ $status -ne $want ]; then
+        echo "BOOT FAILED: config=$name exit status $status, expected $want"
+        failed=$((failed + 1))
+    fi
+done
+
+echo "system: $passed passed, $failed failed"
+[ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]
