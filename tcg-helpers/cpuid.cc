@@ -4,8 +4,10 @@
 
 #include "lwp-engine.h"
 
-namespace lwp {
-namespace {
+namespace lwp
+{
+namespace
+{
 
 constexpr uint64_t kXcr0Lwp = uint64_t{1} << LWP_XSTATE_BIT;
 
@@ -50,7 +52,8 @@ uint32_t lwp_cpuid_ebx(uint32_t edx)
 // the branches retired event.
 uint32_t lwp_cpuid_ecx(uint32_t ecx_caps, uint32_t edx)
 {
-    uint32_t caps = ecx_caps & ~(LWP_CAP_VERSION_MASK | LWP_CAP_MIN_BUFFER_MASK);
+    uint32_t caps =
+        ecx_caps & ~(LWP_CAP_VERSION_MASK | LWP_CAP_MIN_BUFFER_MASK);
 
     if (!(edx & LWP_FEAT_DME)) {
         caps &= ~LWP_CAP_DME_ONLY_MASK;

@@ -8,7 +8,8 @@
 
 #include "lwp-engine.h"
 
-namespace {
+namespace
+{
 
 constexpr uint32_t kBulldozerEdx = 0x8000000f; // Avail VAL IRE BRE Int
 constexpr uint64_t kXcr0Lwp = 1ull << 62;
@@ -50,8 +51,7 @@ TEST(CpuidEcx, CacheFieldsAreZeroWithoutTheDcacheMissEvent)
                     LWP_CAP_CACHE_LATENCY | 31u /* LatencyMax */ |
                     (2u << 6) /* LatencyRnd */ | LWP_CAP_IP_FILTERING;
     EXPECT_EQ(lwp_cpuid_ecx(caps, kBulldozerEdx), 0x20010200u);
-    EXPECT_EQ(lwp_cpuid_ecx(caps, kBulldozerEdx | LWP_FEAT_DME),
-              0xe00102bfu);
+    EXPECT_EQ(lwp_cpuid_ecx(caps, kBulldozerEdx | LWP_FEAT_DME), 0xe00102bfu);
 }
 
 TEST(CpuidEcx, BranchPredictionNeedsTheBranchEvent)
@@ -115,9 +115,11 @@ TEST(LwpCfg, Bit0AndBits63To48AreWriteIgnored)
 {
     // FX-8150 probe: write-ignored mask ffff000000000001
     uint64_t cfg = 7;
-    EXPECT_EQ(lwp_cfg_write(0xffff000000000001ull, kBulldozerEdx, &cfg), LWP_OK);
+    EXPECT_EQ(lwp_cfg_write(0xffff000000000001ull, kBulldozerEdx, &cfg),
+              LWP_OK);
     EXPECT_EQ(cfg, 0u);
-    EXPECT_EQ(lwp_cfg_write(0xffffffff8000000full, kBulldozerEdx, &cfg), LWP_OK);
+    EXPECT_EQ(lwp_cfg_write(0xffffffff8000000full, kBulldozerEdx, &cfg),
+              LWP_OK);
     EXPECT_EQ(cfg, 0x0000ffff8000000eull);
 }
 
