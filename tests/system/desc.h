@@ -37,6 +37,18 @@ struct ex_regs {
 
 typedef void (*handler_fn)(struct ex_regs *regs);
 
+/* Defined by cstart64.S and kernel.ld */
+struct ex_table_entry {
+    u64 rip, fixup;
+};
+
+extern const u64 isr_table[256];
+extern u64 gdt64[];
+extern char entry_stack_top[];
+extern const struct ex_table_entry __ex_table_start[], __ex_table_end[];
+void user_return(long ret) __attribute__((noreturn));
+void do_handle_exception(struct ex_regs *regs);
+
 void setup_desc(void);
 void handle_irq(unsigned vector, handler_fn fn);
 

@@ -359,17 +359,7 @@ struct tss64 {
     u16 iomap_base;
 } __attribute__((packed));
 
-struct ex_table_entry {
-    u64 rip, fixup;
-};
-
-extern const u64 isr_table[256];
-extern u64 gdt64[];
-extern char entry_stack_top[];
-extern const struct ex_table_entry __ex_table_start[], __ex_table_end[];
-void user_return(long ret) __attribute__((noreturn));
-void do_handle_exception(struct ex_regs *regs);
-
+/* Set by the exception handler, read after the guarded instruction */
 volatile unsigned exception_vec;
 static struct idt_entry idt[256] __attribute__((aligned(16)));
 static struct tss64 tss __attribute__((aligned(16)));

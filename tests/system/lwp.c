@@ -67,6 +67,7 @@ static bool enable_osxsave(void)
 
 /* ---- harness self-tests ---- */
 
+/* Incremented by the interrupt handler while the test waits */
 static volatile unsigned irq_count;
 
 static void self_ipi_handler(struct ex_regs *regs)

@@ -74,16 +74,18 @@ static inline u64 read_cs(void)
     return val;
 }
 
+/* RDMSR or XGETBV: EDX:EAX = register ECX, or the exception vector */
+#define READ_EDX_EAX_SAFE(insn, index, val) ({                     \
+    u32 lo_ = 0, hi_ = 0;                                           \
+    asm volatile(ASM_TRY("1f") insn "\n\t1:"                        \
+                 : "+a"(lo_), "+d"(hi_) : "c"(index) : "memory");   \
+    *(val) = lo_ | ((u64)hi_ << 32);                                \
+    exception_vector();                                             \
+})
+
 static inline int rdmsr_safe(u32 msr, u64 *val)
 {
-    u32 lo = 0, hi = 0;
-
-    asm volatile(ASM_TRY("1f")
-                 "rdmsr\n\t"
-                 "1:"
-                 : "+a"(lo), "+d"(hi) : "c"(msr) : "memory");
-    *val = lo | ((u64)hi << 32);
-    return exception_vector();
+    return READ_EDX_EAX_SAFE("rdmsr", msr, val);
 }
 
 static inline int wrmsr_safe(u32 msr, u64 val)
@@ -93,14 +95,7 @@ static inline int wrmsr_safe(u32 msr, u64 val)
 
 static inline int xgetbv_safe(u32 xcr, u64 *val)
 {
-    u32 lo = 0, hi = 0;
-
-    asm volatile(ASM_TRY("1f")
-                 "xgetbv\n\t"
-                 "1:"
-                 : "+a"(lo), "+d"(hi) : "c"(xcr) : "memory");
-    *val = lo | ((u64)hi << 32);
-    return exception_vector();
+    return READ_EDX_EAX_SAFE("xgetbv", xcr, val);
 }
 
 static inline int xsetbv_safe(u32 xcr, u64 val)
@@ -172,11 +167,13 @@ static inline void pause(void)
 
 static inline u32 apic_read(u32 reg)
 {
+    /* MMIO: every access must reach the APIC */
     return *(volatile u32 *)(APIC_BASE + reg);
 }
 
 static inline void apic_write(u32 reg, u32 val)
 {
+    /* MMIO: every access must reach the APIC */
     *(volatile u32 *)(APIC_BASE + reg) = val;
 }
 
