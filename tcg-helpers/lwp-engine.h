@@ -13,6 +13,7 @@
 #ifndef LWP_ENGINE_H
 #define LWP_ENGINE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "lwp/lwp-arch.h"
@@ -24,6 +25,7 @@ extern "C" {
 typedef enum LwpStatus {
     LWP_OK = 0,
     LWP_FAULT_GP,           /* the instruction raises #GP(0) */
+    LWP_FAULT_PF,           /* a guest access would fault: LwpResult.fault_* */
 } LwpStatus;
 
 /*
@@ -56,6 +58,211 @@ LwpStatus lwp_cfg_write(uint64_t value, uint32_t edx, uint64_t *cfg);
 
 /* WRMSR LWP_CBADDR (spec 4.3): only zero may be written */
 LwpStatus lwp_cbaddr_write(uint64_t value);
+
+/*
+ * The smallest EventInterval LLWPCB accepts for EventIds 2..6 (spec 5.1
+ * step 7, "implementation-defined minimum").  LWPVAL's minimum is 0.
+ */
+#define LWP_ENGINE_MIN_INTERVAL     0xff
+
+/*
+ * Per-thread LWP state.  It is a plain struct so that the glue can embed
+ * it in the CPU state, migrate it field by field and let generated code
+ * decrement counter[]; everything else is written only by the engine.
+ * LWP is enabled exactly when cb_addr != 0.
+ */
+typedef struct LwpState {
+    int32_t counter[LWP_NUM_EVENTS + 1];    /* [EventId]; [0] unused */
+    uint32_t flags;         /* enabled: EventId bits and LWP_FEAT_INT */
+    uint32_t head;          /* BufferHeadOffset */
+    uint32_t tail;          /* cached BufferTailOffset (spec 8.3) */
+    uint32_t buffer_size;
+    uint32_t threshold;
+    uint32_t filters;
+    uint32_t interval[LWP_NUM_EVENTS + 1];
+    uint64_t cb_addr;       /* LWP_CBADDR: linear address of the LWPCB */
+    uint64_t buffer_base;   /* linear */
+    uint64_t base_ip;
+    uint64_t limit_ip;
+    uint64_t rng;           /* randomisation generator (splitmix64) */
+    uint8_t random;         /* LWPCB.Random */
+    uint8_t reload;         /* LWPCB fields still to re-read (spec 8.2.5) */
+    uint8_t pending[LWP_EVENT_RECORD_SIZE]; /* EventId 0: none pending */
+} LwpState;
+
+/*
+ * What the engine needs to know about the CPU, fresh for every call.
+ * Addresses: in 64-bit mode effective addresses are 64 bits and DS has no
+ * base or limit (pass ds_base 0); elsewhere they are 32 bits and the DS
+ * descriptor is checked as for a data store.
+ */
+typedef struct LwpContext {
+    uint64_t cfg;           /* LWP_CFG */
+    uint32_t edx;           /* CPUID Fn8000_001C_EDX: supported */
+    uint32_t ecx;           /* CPUID Fn8000_001C_ECX: capabilities */
+    uint64_t ds_base;
+    uint32_t ds_limit;      /* byte granular, as in the segment cache */
+    uint8_t ds_flags;       /* LWP_DS_* */
+    uint8_t long64;         /* 64-bit mode */
+    uint8_t va_bits;        /* 48 or 57: canonical form in 64-bit mode */
+    uint8_t cpl;
+} LwpContext;
+
+#define LWP_DS_USABLE       1   /* not a null selector */
+#define LWP_DS_WRITABLE     2
+#define LWP_DS_EXPAND_DOWN  4
+#define LWP_DS_BIG          8   /* B bit: expand-down upper bound 4G-1 */
+
+/*
+ * Guest memory, at linear addresses with CPL-3 permissions.  None of these
+ * may fault or longjmp: read and probe_write report failure by returning
+ * false.  The engine reads first, then probes every range it will write,
+ * and only then writes, in order (the ring buffer record before the head
+ * offset), so a failure leaves guest memory and the LWP state untouched.
+ * write is only called on ranges probe_write accepted in the same call.
+ */
+typedef struct LwpMemOps {
+    bool (*read)(void *opaque, uint64_t addr, void *buf, uint32_t len);
+    bool (*probe_write)(void *opaque, uint64_t addr, uint32_t len);
+    void (*write)(void *opaque, uint64_t addr, const void *buf, uint32_t len);
+} LwpMemOps;
+
+typedef struct LwpMem {
+    const LwpMemOps *ops;
+    void *opaque;
+} LwpMem;
+
+/* Outcome details of a call, filled by every call that takes one */
+typedef struct LwpResult {
+    uint64_t fault_addr;    /* LWP_FAULT_PF: first byte that failed */
+    uint8_t fault_write;    /* LWP_FAULT_PF: 1 for a write */
+    uint8_t interrupt;      /* raise the threshold interrupt (spec 1.1 step 4) */
+    uint8_t full;           /* the last store found the ring buffer full */
+    uint8_t stored;         /* records stored by this call */
+} LwpResult;
+
+/* One retired instruction and the events it caused (spec 1.1 step 1) */
+typedef struct LwpEventInfo {
+    uint64_t ip;            /* effective address of the instruction */
+    uint32_t events;        /* LWP_FEAT_IRE etc.: events it caused */
+    uint32_t cycles;        /* CNH: core clocks it took */
+    uint32_t ref_cycles;    /* RNH: reference clocks it took */
+    /* LWP_FEAT_BRE */
+    uint64_t target;        /* next instruction executed */
+    uint8_t branch_kind;    /* LWP_BRANCH_* */
+    uint8_t taken;
+    uint8_t predicted;      /* 1: prediction known (PRV) */
+    uint8_t predicted_ok;   /* PRD */
+    uint8_t fused;          /* FUS: ip names the flag-setting instruction */
+    /* LWP_FEAT_DME */
+    uint8_t dme_source;     /* LWP_DME_SRC_* */
+    uint8_t dme_addr_valid;
+    uint32_t dme_latency;   /* cycles */
+    uint64_t dme_addr;      /* linear */
+} LwpEventInfo;
+
+/* Branch kinds, as the Filters word classifies them (Table 6-2) */
+#define LWP_BRANCH_COND     0   /* Jcc, JrCXZ, LOOP, LOOPE, LOOPNE: NCB */
+#define LWP_BRANCH_REL      1   /* JMP rel, CALL rel, RET: NRB */
+#define LWP_BRANCH_INDIRECT 2   /* JMP FF /4, CALL FF /2: NAB */
+
+/* The disabled state, as after reset or LWP_CBADDR = 0 (spec 4.3, 7.5) */
+void lwp_state_init(LwpState *s);
+
+/* Enabled LWP whose next CPL-3 step must first call lwp_sync() */
+bool lwp_needs_sync(const LwpState *s);
+
+/*
+ * LLWPCB (spec 5.1).  @ea is the operand (already truncated to the operand
+ * size).  Flushes an enabled LWP first (a fault there leaves it enabled),
+ * then disables it for @ea 0 or validates and loads the new LWPCB (any
+ * fault there leaves it disabled).  LWP_FAULT_GP, LWP_FAULT_PF.
+ */
+LwpStatus lwp_llwpcb(LwpState *s, const LwpContext *ctx, const LwpMem *mem,
+                     uint64_t ea, LwpResult *res);
+
+/*
+ * SLWPCB (spec 5.2): flush; *@ea is the LWPCB's effective address (linear
+ * minus DS base; the caller truncates it to the operand size), 0 when LWP
+ * is disabled.  LWP_FAULT_PF.
+ */
+LwpStatus lwp_slwpcb(LwpState *s, const LwpContext *ctx, const LwpMem *mem,
+                     uint64_t *ea, LwpResult *res);
+
+/*
+ * LWPINS (spec 5.4): stores EventId 255.  res->full is the new CF (0 when
+ * LWP is disabled).  LWP_FAULT_PF leaves everything unchanged.
+ */
+LwpStatus lwp_lwpins(LwpState *s, const LwpContext *ctx, const LwpMem *mem,
+                     uint64_t ip, uint32_t data1, uint64_t data2,
+                     uint32_t flags, LwpResult *res);
+
+/*
+ * LWPVAL (spec 5.3).  lwp_lwpval_fires() says whether this LWPVAL will
+ * store a record, i.e. whether the caller must read its r/m operand;
+ * lwp_lwpval() then counts it (and stores, with @data1).  LWP_FAULT_PF
+ * leaves everything unchanged, including the counter.
+ */
+bool lwp_lwpval_fires(const LwpState *s, const LwpContext *ctx, uint64_t ip);
+LwpStatus lwp_lwpval(LwpState *s, const LwpContext *ctx, const LwpMem *mem,
+                     uint64_t ip, uint32_t data1, uint64_t data2,
+                     uint32_t flags, LwpResult *res);
+
+/*
+ * Filters (spec 6, Table 6-2): whether an event is eligible to be counted.
+ * lwp_ip_eligible applies to every event; the others add their event's
+ * own conditions.  The glue may evaluate the static parts at translation.
+ */
+bool lwp_ip_eligible(const LwpState *s, const LwpContext *ctx, uint64_t ip);
+bool lwp_branch_eligible(const LwpState *s, const LwpContext *ctx,
+                         unsigned kind, bool predicted, bool predicted_ok);
+bool lwp_dme_eligible(const LwpState *s, const LwpContext *ctx,
+                      uint32_t latency, unsigned source);
+/* The events @info counts after the enable bits and filters: a mask */
+uint32_t lwp_counted_events(const LwpState *s, const LwpContext *ctx,
+                            const LwpEventInfo *info);
+
+/*
+ * An instruction retired (spec 1.1): decrement the counters of the events
+ * it is counted for and store a record for each that went negative.
+ */
+LwpStatus lwp_retire(LwpState *s, const LwpContext *ctx, const LwpMem *mem,
+                     const LwpEventInfo *info, LwpResult *res);
+
+/*
+ * The counters of @events were already decremented (by generated code) for
+ * the instruction @info describes: store a record, in EventId order, for
+ * each of them that is negative (spec 1.1 steps 2-5, 8.1).  A fault leaves
+ * the record in progress pending (stored by the next lwp_sync) and the
+ * remaining counters negative: each gathers its record at its next event.
+ */
+LwpStatus lwp_store_events(LwpState *s, const LwpContext *ctx,
+                           const LwpMem *mem, const LwpEventInfo *info,
+                           uint32_t events, LwpResult *res);
+
+/*
+ * Before LWP runs CPL-3 code after XRSTOR or a faulted store: re-read the
+ * LWPCB fields the XSAVE area does not hold and store a pending record
+ * (spec 7.4, 8.2.5).
+ */
+LwpStatus lwp_sync(LwpState *s, const LwpContext *ctx, const LwpMem *mem,
+                   LwpResult *res);
+
+/* The reset value of @event's counter, randomised (spec 1.1 step 5) */
+int32_t lwp_next_interval(LwpState *s, unsigned event);
+
+/*
+ * XSAVE of component 62 (spec 7.2, 7.3): fills @area (LWP_XSAVE_SIZE
+ * bytes) and returns whether the component is in use (XSTATE_BV[62]).
+ */
+bool lwp_xsave(const LwpState *s, uint8_t *area);
+
+/*
+ * XRSTOR of component 62 (spec 7.4, 7.5): @area is NULL for the processor
+ * supplied values (XSTATE_BV[62] = 0).  Never faults: an area that fails a
+ * check disables LWP.  Returns whether LWP is enabled afterwards.
+ */
+bool lwp_xrstor(LwpState *s, const LwpContext *ctx, const uint8_t *area);
 
 #ifdef __cplusplus
 }

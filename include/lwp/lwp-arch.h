@@ -77,4 +77,80 @@
 /* spec 4.3: LWP_CBADDR */
 #define LWP_MSR_CBADDR              0xc0000106u
 
+/* spec 6, Table 6-1 and Figure 6-1: the LWPCB (offsets in bytes) */
+#define LWPCB_FLAGS                 0x00    /* Figure 6-2 */
+#define LWPCB_BUFFER_SIZE           0x04    /* 27:0 BufferSize, 31:28 Random */
+#define LWPCB_BUFFER_SIZE_MASK      0x0fffffffu
+#define LWPCB_RANDOM_SHIFT          28
+#define LWPCB_BUFFER_BASE           0x08
+#define LWPCB_HEAD                  0x10    /* BufferHeadOffset */
+#define LWPCB_MISSED                0x18    /* MissedEvents, 64 bits */
+#define LWPCB_THRESHOLD             0x20
+#define LWPCB_FILTERS               0x24    /* Figure 6-3 */
+#define LWPCB_BASE_IP               0x28
+#define LWPCB_LIMIT_IP              0x30
+#define LWPCB_TAIL                  0x40    /* BufferTailOffset */
+#define LWPCB_SOFTWARE              0x48    /* 72-87, never accessed */
+#define LWPCB_SOFTWARE_END          0x58
+/* EventInterval n at E + 8(n-1), EventCounter n at E + 8(n-1) + 4 */
+#define LWPCB_INTERVAL(e, n)        ((e) + 8 * ((n) - 1))
+#define LWPCB_COUNTER(e, n)         ((e) + 8 * ((n) - 1) + 4)
+#define LWPCB_EVENT_VALUE_BITS      26      /* 25:0; 31:26 reserved */
+#define LWPCB_INTERVAL_MAX          0x01ffffff
+
+/* Figure 6-3: LWPCB.Filters */
+#define LWP_FILTER_MIN_LATENCY_MASK 0x000000ffu
+#define LWP_FILTER_CLF              (1u << 8)
+#define LWP_FILTER_NBC              (1u << 9)
+#define LWP_FILTER_RDC              (1u << 10)
+#define LWP_FILTER_RAM              (1u << 11)
+#define LWP_FILTER_OTH              (1u << 12)
+#define LWP_FILTER_RESERVED_MASK    0x01ffe000u     /* 24:13 */
+#define LWP_FILTER_NMB              (1u << 25)
+#define LWP_FILTER_NPB              (1u << 26)
+#define LWP_FILTER_NAB              (1u << 27)
+#define LWP_FILTER_NCB              (1u << 28)
+#define LWP_FILTER_NRB              (1u << 29)
+#define LWP_FILTER_IPI              (1u << 30)
+#define LWP_FILTER_IPF              (1u << 31)
+
+/* spec 2, Figure 2-1: event records */
+#define LWP_REC_EVENT_ID            0
+#define LWP_REC_CORE_ID             1
+#define LWP_REC_FLAGS               2       /* 16 bits */
+#define LWP_REC_DATA1               4       /* 32 bits */
+#define LWP_REC_IP                  8       /* InstructionAddress */
+#define LWP_REC_DATA2               16      /* Data2/TargetAddress/DataAddress */
+#define LWP_EVENT_ID_VAL            1       /* Table 2-1 */
+#define LWP_EVENT_ID_IRE            2
+#define LWP_EVENT_ID_BRE            3
+#define LWP_EVENT_ID_DME            4
+#define LWP_EVENT_ID_CNH            5
+#define LWP_EVENT_ID_RNH            6
+#define LWP_EVENT_ID_INS            255     /* LWPINS */
+/* Figure 2-4: bits of the record's first dword (Flags is bits 31:16) */
+#define LWP_REC_BRE_FUS             (1u << 28)
+#define LWP_REC_BRE_PRV             (1u << 29)
+#define LWP_REC_BRE_PRD             (1u << 30)
+#define LWP_REC_BRE_TKN             (1u << 31)
+/* Figure 2-5 */
+#define LWP_REC_DME_DAV             (1u << 28)
+#define LWP_REC_DME_SRC_SHIFT       29
+#define LWP_DME_SRC_NONE            0
+#define LWP_DME_SRC_LOCAL_L3        1
+#define LWP_DME_SRC_REMOTE          2
+#define LWP_DME_SRC_DRAM            3
+#define LWP_DME_SRC_REMOTE_CACHE    4       /* reserved */
+#define LWP_DME_SRC_OTHER           7
+
+/* spec 7.2, Figure 7-1: the XSAVE component (offsets within it) */
+#define LWP_XS_CBADDR               0
+#define LWP_XS_FLAGS                8       /* bit n: Counter n active */
+#define LWP_XS_HEAD                 12
+#define LWP_XS_BUFFER_BASE          16
+#define LWP_XS_BUFFER_SIZE          24      /* 27:0; 31:28 reserved */
+#define LWP_XS_FILTERS              28
+#define LWP_XS_SAVED_RECORD         32      /* 32 bytes */
+#define LWP_XS_COUNTER(n)           (64 + 4 * ((n) - 1))
+
 #endif /* LWP_ARCH_H */
