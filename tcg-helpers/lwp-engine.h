@@ -24,8 +24,8 @@ extern "C" {
 
 typedef enum LwpStatus {
     LWP_OK = 0,
-    LWP_FAULT_GP,           /* the instruction raises #GP(0) */
-    LWP_FAULT_PF,           /* a guest access would fault: LwpResult.fault_* */
+    LWP_FAULT_GP, /* the instruction raises #GP(0) */
+    LWP_FAULT_PF, /* a guest access would fault: LwpResult.fault_* */
 } LwpStatus;
 
 /*
@@ -40,7 +40,7 @@ uint32_t lwp_cpuid_ebx(uint32_t edx);
  * The smallest ring buffer LLWPCB accepts, in units of 32 records
  * (LwpMinBufferSize): 1, as on every Family 15h part.
  */
-#define LWP_ENGINE_MIN_BUFFER       1
+#define LWP_ENGINE_MIN_BUFFER 1
 /*
  * ECX: @ecx_caps with the flags the spec ties to an absent event cleared,
  * plus LwpVersion and LwpMinBufferSize.
@@ -63,7 +63,7 @@ LwpStatus lwp_cbaddr_write(uint64_t value);
  * The smallest EventInterval LLWPCB accepts for EventIds 2..6 (spec 5.1
  * step 7, "implementation-defined minimum").  LWPVAL's minimum is 0.
  */
-#define LWP_ENGINE_MIN_INTERVAL     0xff
+#define LWP_ENGINE_MIN_INTERVAL 0xff
 
 /*
  * Per-thread LWP state.  It is a plain struct so that the glue can embed
@@ -72,21 +72,21 @@ LwpStatus lwp_cbaddr_write(uint64_t value);
  * LWP is enabled exactly when cb_addr != 0.
  */
 typedef struct LwpState {
-    int32_t counter[LWP_NUM_EVENTS + 1];    /* [EventId]; [0] unused */
-    uint32_t flags;         /* enabled: EventId bits and LWP_FEAT_INT */
-    uint32_t head;          /* BufferHeadOffset */
-    uint32_t tail;          /* cached BufferTailOffset (spec 8.3) */
+    int32_t counter[LWP_NUM_EVENTS + 1]; /* [EventId]; [0] unused */
+    uint32_t flags; /* enabled: EventId bits and LWP_FEAT_INT */
+    uint32_t head;  /* BufferHeadOffset */
+    uint32_t tail;  /* cached BufferTailOffset (spec 8.3) */
     uint32_t buffer_size;
     uint32_t threshold;
     uint32_t filters;
     uint32_t interval[LWP_NUM_EVENTS + 1];
-    uint64_t cb_addr;       /* LWP_CBADDR: linear address of the LWPCB */
-    uint64_t buffer_base;   /* linear */
+    uint64_t cb_addr;     /* LWP_CBADDR: linear address of the LWPCB */
+    uint64_t buffer_base; /* linear */
     uint64_t base_ip;
     uint64_t limit_ip;
-    uint64_t rng;           /* randomisation generator (splitmix64) */
-    uint8_t random;         /* LWPCB.Random */
-    uint8_t reload;         /* LWPCB fields still to re-read (spec 8.2.5) */
+    uint64_t rng;   /* randomisation generator (splitmix64) */
+    uint8_t random; /* LWPCB.Random */
+    uint8_t reload; /* LWPCB fields still to re-read (spec 8.2.5) */
     uint8_t pending[LWP_EVENT_RECORD_SIZE]; /* EventId 0: none pending */
 } LwpState;
 
@@ -97,21 +97,22 @@ typedef struct LwpState {
  * descriptor is checked as for a data store.
  */
 typedef struct LwpContext {
-    uint64_t cfg;           /* LWP_CFG */
-    uint32_t edx;           /* CPUID Fn8000_001C_EDX: supported */
-    uint32_t ecx;           /* CPUID Fn8000_001C_ECX: capabilities */
+    uint64_t cfg; /* LWP_CFG */
+    uint32_t edx; /* CPUID Fn8000_001C_EDX: supported */
+    uint32_t ecx; /* CPUID Fn8000_001C_ECX: capabilities */
     uint64_t ds_base;
-    uint32_t ds_limit;      /* byte granular, as in the segment cache */
-    uint8_t ds_flags;       /* LWP_DS_* */
-    uint8_t long64;         /* 64-bit mode */
-    uint8_t va_bits;        /* 48 or 57: canonical form in 64-bit mode */
+    uint32_t ds_limit; /* byte granular, as in the segment cache */
+    uint8_t ds_flags;  /* LWP_DS_* */
+    uint8_t long64;    /* 64-bit mode (else 32-bit effective addresses) */
+    uint8_t lma;       /* long mode: linear addresses do not wrap at 4G */
+    uint8_t va_bits;   /* 48 or 57: canonical form in 64-bit mode */
     uint8_t cpl;
 } LwpContext;
 
-#define LWP_DS_USABLE       1   /* not a null selector */
-#define LWP_DS_WRITABLE     2
-#define LWP_DS_EXPAND_DOWN  4
-#define LWP_DS_BIG          8   /* B bit: expand-down upper bound 4G-1 */
+#define LWP_DS_USABLE 1 /* not a null selector */
+#define LWP_DS_WRITABLE 2
+#define LWP_DS_EXPAND_DOWN 4
+#define LWP_DS_BIG 8 /* B bit: expand-down upper bound 4G-1 */
 
 /*
  * Guest memory, at linear addresses with CPL-3 permissions.  None of these
@@ -120,6 +121,8 @@ typedef struct LwpContext {
  * and only then writes, in order (the ring buffer record before the head
  * offset), so a failure leaves guest memory and the LWP state untouched.
  * write is only called on ranges probe_write accepted in the same call.
+ * A range never wraps: outside long mode the engine splits it at 4G.
+ * The glue orders the writes for other CPUs (smp_wmb before each one).
  */
 typedef struct LwpMemOps {
     bool (*read)(void *opaque, uint64_t addr, void *buf, uint32_t len);
@@ -134,37 +137,38 @@ typedef struct LwpMem {
 
 /* Outcome details of a call, filled by every call that takes one */
 typedef struct LwpResult {
-    uint64_t fault_addr;    /* LWP_FAULT_PF: first byte that failed */
-    uint8_t fault_write;    /* LWP_FAULT_PF: 1 for a write */
-    uint8_t interrupt;      /* raise the threshold interrupt (spec 1.1 step 4) */
-    uint8_t full;           /* the last store found the ring buffer full */
-    uint8_t stored;         /* records stored by this call */
+    uint64_t fault_addr; /* LWP_FAULT_PF: the range whose access failed */
+    uint32_t fault_len;
+    uint8_t fault_write; /* LWP_FAULT_PF: 1 for a write */
+    uint8_t interrupt;   /* raise the threshold interrupt (spec 1.1 step 4) */
+    uint8_t full;        /* the last store found the ring buffer full */
+    uint8_t stored;      /* records stored by this call */
 } LwpResult;
 
 /* One retired instruction and the events it caused (spec 1.1 step 1) */
 typedef struct LwpEventInfo {
-    uint64_t ip;            /* effective address of the instruction */
-    uint32_t events;        /* LWP_FEAT_IRE etc.: events it caused */
-    uint32_t cycles;        /* CNH: core clocks it took */
-    uint32_t ref_cycles;    /* RNH: reference clocks it took */
+    uint64_t ip;         /* effective address of the instruction */
+    uint32_t events;     /* LWP_FEAT_IRE etc.: events it caused */
+    uint32_t cycles;     /* CNH: core clocks it took */
+    uint32_t ref_cycles; /* RNH: reference clocks it took */
     /* LWP_FEAT_BRE */
-    uint64_t target;        /* next instruction executed */
-    uint8_t branch_kind;    /* LWP_BRANCH_* */
+    uint64_t target;     /* next instruction executed */
+    uint8_t branch_kind; /* LWP_BRANCH_* */
     uint8_t taken;
-    uint8_t predicted;      /* 1: prediction known (PRV) */
-    uint8_t predicted_ok;   /* PRD */
-    uint8_t fused;          /* FUS: ip names the flag-setting instruction */
+    uint8_t predicted;    /* 1: prediction known (PRV) */
+    uint8_t predicted_ok; /* PRD */
+    uint8_t fused;        /* FUS: ip names the flag-setting instruction */
     /* LWP_FEAT_DME */
-    uint8_t dme_source;     /* LWP_DME_SRC_* */
+    uint8_t dme_source; /* LWP_DME_SRC_* */
     uint8_t dme_addr_valid;
-    uint32_t dme_latency;   /* cycles */
-    uint64_t dme_addr;      /* linear */
+    uint32_t dme_latency; /* cycles */
+    uint64_t dme_addr;    /* linear */
 } LwpEventInfo;
 
 /* Branch kinds, as the Filters word classifies them (Table 6-2) */
-#define LWP_BRANCH_COND     0   /* Jcc, JrCXZ, LOOP, LOOPE, LOOPNE: NCB */
-#define LWP_BRANCH_REL      1   /* JMP rel, CALL rel, RET: NRB */
-#define LWP_BRANCH_INDIRECT 2   /* JMP FF /4, CALL FF /2: NAB */
+#define LWP_BRANCH_COND 0     /* Jcc, JrCXZ, LOOP, LOOPE, LOOPNE: NCB */
+#define LWP_BRANCH_REL 1      /* JMP rel, CALL rel, RET: NRB */
+#define LWP_BRANCH_INDIRECT 2 /* JMP FF /4, CALL FF /2: NAB */
 
 /* The disabled state, as after reset or LWP_CBADDR = 0 (spec 4.3, 7.5) */
 void lwp_state_init(LwpState *s);
