@@ -62,7 +62,7 @@ if has qtest; then
     if ninja -C "$QBUILD" -j"$JOBS" "${qt[@]/#/tests/qtest/}" >"$logs/qtest-build.log" 2>&1; then
         (cd "$QBUILD" && meson test --no-rebuild --print-errorlogs \
             "${qt[@]/#/qtest-x86_64/}") 2>&1 | tee "$logs/qtest.log"
-        p=$(sed -n 's/^Ok: *\([0-9]*\)/\1/p' "$logs/qtest.log")
+        p=$(sed -n 's/^Ok: *\([0-9]*\).*/\1/p' "$logs/qtest.log")
         f=$(awk '/^(Fail|Unexpected Pass|Timeout):/ {n += $NF} END {print n + 0}' "$logs/qtest.log")
         count qtest "${p:-0}" "$f"
     else
