@@ -116,6 +116,13 @@ bool mem_read(const LwpContext *ctx, const LwpMem *mem, uint64_t addr,
 bool mem_probe_write(const LwpContext *ctx, const LwpMem *mem, uint64_t addr,
                      uint32_t len, LwpResult *res);
 
+// The LWPCB without bytes 72-87, which "are never read or written by the
+// LWP hardware" (Table 6-1): into @cb, a buffer of kMaxCbSize bytes
+bool read_cb(const LwpContext *ctx, const LwpMem *mem, uint64_t cb_addr,
+             uint8_t *cb, LwpResult *res);
+bool probe_write_cb(const LwpContext *ctx, const LwpMem *mem, uint64_t cb_addr,
+                    LwpResult *res);
+
 // A set of guest writes that are all probed before any is made, then made
 // in the order they were added (spec 8.3: the record before the head).
 class Txn

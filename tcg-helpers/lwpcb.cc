@@ -62,7 +62,7 @@ LwpStatus load(LwpState *s, const LwpContext *ctx, const LwpMem *mem,
         return LWP_FAULT_GP;
     }
     const uint64_t cb_addr = linear(ctx, ea);
-    if (!mem_read(ctx, mem, cb_addr, cb, size, res)) {
+    if (!read_cb(ctx, mem, cb_addr, cb, res)) {
         return LWP_FAULT_PF;
     }
     if (!reserved_clear(cb)) {
@@ -83,7 +83,7 @@ LwpStatus load(LwpState *s, const LwpContext *ctx, const LwpMem *mem,
     }
     // "The LWPCB must be in memory that is readable and writable in user
     // mode": probe all of it, then write back.
-    if (!mem_probe_write(ctx, mem, cb_addr, size, res)) {
+    if (!probe_write_cb(ctx, mem, cb_addr, res)) {
         return LWP_FAULT_PF;
     }
 

@@ -98,6 +98,24 @@ bool mem_probe_write(const LwpContext *ctx, const LwpMem *mem, uint64_t addr,
     });
 }
 
+bool read_cb(const LwpContext *ctx, const LwpMem *mem, uint64_t cb_addr,
+             uint8_t *cb, LwpResult *res)
+{
+    uint32_t size = cb_size(ctx);
+    return mem_read(ctx, mem, cb_addr, cb, LWPCB_SOFTWARE, res) &&
+           mem_read(ctx, mem, cb_addr + LWPCB_SOFTWARE_END,
+                    cb + LWPCB_SOFTWARE_END, size - LWPCB_SOFTWARE_END, res);
+}
+
+bool probe_write_cb(const LwpContext *ctx, const LwpMem *mem, uint64_t cb_addr,
+                    LwpResult *res)
+{
+    uint32_t size = cb_size(ctx);
+    return mem_probe_write(ctx, mem, cb_addr, LWPCB_SOFTWARE, res) &&
+           mem_probe_write(ctx, mem, cb_addr + LWPCB_SOFTWARE_END,
+                           size - LWPCB_SOFTWARE_END, res);
+}
+
 void Txn::add(uint64_t addr, const void *data, uint32_t len)
 {
     // The engine never queues more, or larger, writes than kMax and kRec:

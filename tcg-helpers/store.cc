@@ -98,8 +98,7 @@ LwpStatus reload(LwpState *s, const LwpContext *ctx, const LwpMem *mem,
                  LwpResult *res)
 {
     uint8_t cb[kMaxCbSize] = {};
-    uint32_t size = cb_size(ctx);
-    if (!mem_read(ctx, mem, s->cb_addr, cb, size, res)) {
+    if (!read_cb(ctx, mem, s->cb_addr, cb, res)) {
         return LWP_FAULT_PF;
     }
     s->flags &= ~LWP_FEAT_INT;
@@ -216,8 +215,14 @@ LwpStatus store_record(LwpState *s, const LwpContext *ctx, const LwpMem *mem,
     }
     irq = irq && used_space(new_head, tail, size) >= s->threshold;
 
+    // Figure 2-1, CoreId: "the core on which LWP is running" when the
+    // record is stored, also for a record that was pending (choice 33)
+    uint8_t out[kRec];
+    memcpy(out, rec, kRec);
+    out[LWP_REC_CORE_ID] = core_id(ctx);
+
     Txn txn;
-    txn.add(s->buffer_base + head, rec, kRec);
+    txn.add(s->buffer_base + head, out, kRec);
     if (full) {
         // "the LWP hardware ... increments the 64-bit counter
         // LWPCB.MissedEvents" (kept in memory, 8.3)
