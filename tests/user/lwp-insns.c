@@ -134,6 +134,7 @@ static void test_slwpcb(void)
            "32 bits %#x (got %#x)", (uint32_t)(uintptr_t)cb, v32);
 
     /* LLWPCB with a 32-bit register: the address is truncated (5.1) */
+    report_prefix("LLWPCB r32");
     low = mmap((void *)0x50000000, 4096, PROT_READ | PROT_WRITE,
                MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
     if (low == (void *)0x50000000) {
@@ -157,6 +158,7 @@ static void test_slwpcb(void)
         lwp_off();
         munmap(low, 4096);
     }
+    report_prefix("SLWPCB");
     lwp_off();
     v = (uintptr_t)__slwpcb();
     report(v == 0, "returns 0 again after LLWPCB 0 (got %#llx)",

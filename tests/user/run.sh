@@ -100,8 +100,8 @@ run_prog() {
 # XOP encodings: with LWP (spec table), without LWP (all #UD); and the
 # host's objdump on the same bytes (nothing executed, no emulator)
 if has xop-encoding; then
-    run_prog xop-encoding "xop-encoding max,+lwp" \
-        "$qemu" -cpu max,+lwp "$out/xop-encoding"
+    run_prog xop-encoding "xop-encoding max,+lwp,+lwp-val" \
+        "$qemu" -cpu max,+lwp,+lwp-val "$out/xop-encoding"
     run_prog xop-encoding "xop-encoding max" \
         "$qemu" -cpu max "$out/xop-encoding"
     if command -v objdump >/dev/null; then

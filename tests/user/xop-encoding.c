@@ -32,6 +32,12 @@
  * LWPINS only clears CF (spec 5.2-5.4).  POP is checked bit for bit
  * (destination, RSP, flags).
  *
+ * Operands, with LWP enabled (64-bit): LLWPCB and SLWPCB with every r/m
+ * register (XOP.B) and W; LWPINS and LWPVAL with every vvvv register
+ * (Data2, 4 bits, zero-extended when W=0), every r/m register (Data1,
+ * XOP.B) and memory forms [base + disp8] (XOP.B) and [rax + index]
+ * (XOP.X); each record is checked field by field.
+ *
  * Legacy mode: qemu-x86_64 cannot load an ELF32, so the same bytes also run
  * in a 32-bit code segment that modify_ldt installs in the LDT (selector 7:
  * index 0, TI = 1, RPL 3), entered with a far call and left with a far
@@ -606,6 +612,8 @@ static void run32(void *p)
     xe_enter32(((struct run_arg *)p)->slot);
 }
 
+static void put_exit(uint8_t *s, uint8_t *end, int m32);
+
 /* Lay out every candidate: bytes, then the jump back, in its own slot */
 static void place(int m32)
 {
@@ -622,7 +630,14 @@ static void place(int m32)
         } else if (c->riprel >= 0) {
             memset(s + c->riprel, 0, 4);
         }
-        s += c->len;
+        put_exit(s + c->len, code + (i + 1) * SLOT, m32);
+    }
+}
+
+/* after an encoding: the jump back to the trampoline, then int3 fill */
+static void put_exit(uint8_t *s, uint8_t *end, int m32)
+{
+    {
         if (m32) {
             uint32_t a = (uint32_t)(uintptr_t)&xe32_exit_ptr;
 
@@ -640,7 +655,7 @@ static void place(int m32)
             memcpy(s, &a, 8);
             s += 8;
         }
-        memset(s, 0xcc, code + (i + 1) * SLOT - s);
+        memset(s, 0xcc, end - s);
     }
 }
 
@@ -789,6 +804,256 @@ next:;
         printf("    note: %u accepted memory forms faulted on their operand "
                "(SIGSEGV at the instruction), counted as decoded\n", segv_ok);
     }
+}
+
+
+/* ---- register and memory operands, LWP enabled (64-bit) ---------------- */
+
+#define OP_CB           (DATA_S + 0x100000)     /* below 4 GiB */
+#define OP_RING         (DATA_S + 0x110000)
+#define OP_RING_SIZE    0x10000
+
+/* a distinct value in every register, high and low halves different */
+static uint64_t junk_reg(unsigned i)
+{
+    return (uint64_t)(0xa0 + i) << 56 | (uint64_t)(0x10 + i) << 32 |
+           (0x01010101u * (i + 1) ^ 0x80000000u);
+}
+
+/* run one encoding from slot 0 with *io; returns the signal */
+static int run_one(const uint8_t *b, unsigned len, struct cpu *io,
+                   struct fault *f)
+{
+    struct run_arg a = { io, (uintptr_t)code };
+
+    memcpy(code, b, len);
+    put_exit(code + len, code + SLOT, 0);
+    return guarded(run64, &a, f);
+}
+
+static unsigned op_bad;
+static char op_ex[EXAMPLES][256];
+
+__attribute__((format(printf, 2, 3)))
+static void op_fail(const uint8_t *b, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (op_bad < EXAMPLES) {
+        int n = snprintf(op_ex[op_bad], sizeof(op_ex[0]), "[%02x %02x %02x "
+                         "%02x %02x] ", b[0], b[1], b[2], b[3], b[4]);
+
+        va_start(ap, fmt);
+        vsnprintf(op_ex[op_bad] + n, sizeof(op_ex[0]) - n, fmt, ap);
+        va_end(ap);
+    }
+    op_bad++;
+}
+
+/* one report for a group of encodings, then its first failures */
+__attribute__((format(printf, 2, 3)))
+static void op_report(unsigned n, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    report(op_bad == 0, "%s: %u of %u encodings as expected", msg,
+           n - op_bad, n);
+    for (unsigned i = 0; i < op_bad && i < EXAMPLES; i++) {
+        printf("    e.g. %s\n", op_ex[i]);
+    }
+    op_bad = 0;
+}
+
+/*
+ * LWPINS/LWPVAL: Data2 is the vvvv register (4 bits in 64-bit mode,
+ * zero-extended for W=0), Data1 the r/m register (with XOP.B) or the
+ * memory at [base (B) + index (X)].
+ */
+static void test_ins_operands(int map_reg, int val)
+{
+    uint8_t *cb = (uint8_t *)(uintptr_t)OP_CB;
+    uint8_t *ring = (uint8_t *)(uintptr_t)OP_RING;
+    unsigned n = 0;
+    struct cpu io, in;
+    struct fault f;
+    uint8_t b[16];
+    int sig;
+
+    op_bad = 0;
+    lwpcb_init(cb, ring, OP_RING_SIZE, val ? LWP_FEAT_VAL : 0);
+    if (try_llwpcb(cb, NULL)) {
+        report(0, "64-bit operands: LLWPCB of a valid LWPCB executes");
+        return;
+    }
+    /* register forms: every vvvv, every r/m register, W 1 then W 0 */
+    for (int w = 1; w >= 0; w--) {
+        for (unsigned v = 0; v < 16; v++) {
+            for (unsigned r = 0; r < 16; r++) {
+                uint32_t h = rd32(cb, LWPCB_HEAD);
+                struct rec rc;
+                uint64_t d2;
+
+                for (unsigned i = 0; i < 16; i++) {
+                    in.r[i] = junk_reg(i);
+                }
+                in.flags = FLAGS_IN;
+                io = in;
+                b[0] = 0x8f;
+                b[1] = (r & 8 ? 0 : 0x20) | 0xc0 | 0xa;
+                b[2] = w << 7 | (~v & 15) << 3;
+                b[3] = 0x12;
+                b[4] = 0xc0 | map_reg << 3 | (r & 7);
+                memcpy(&b[5], "\x0f\x0b\x0f\x0b", 4);
+                sig = run_one(b, 9, &io, &f);
+                n++;
+                if (sig) {
+                    op_fail(b, "got %s", signame(sig));
+                    continue;
+                }
+                rc = read_rec(ring, h);
+                d2 = w ? in.r[v] : (uint32_t)in.r[v];
+                if (rd32(cb, LWPCB_HEAD) != h + 32 ||
+                    rc.event_id != (map_reg ? 1 : 255) ||
+                    rc.flags != 0x0b0f || rc.ip != (uintptr_t)code ||
+                    rc.data1 != (uint32_t)in.r[r] || rc.data2 != d2) {
+                    op_fail(b, "vvvv=%u r/m=%u W=%d: expected Data1 %#x Data2 "
+                            "%#llx at %#lx, got Data1 %#x Data2 %#llx at "
+                            "%#llx (head %u)", v, r, w, (uint32_t)in.r[r],
+                            (unsigned long long)d2, (unsigned long)code,
+                            rc.data1, (unsigned long long)rc.data2,
+                            (unsigned long long)rc.ip, rd32(cb, LWPCB_HEAD));
+                }
+            }
+        }
+        op_report(n, "64-bit %s, W=%d, register forms: Data2 = the 4-bit "
+                  "vvvv register%s, Data1 = the r/m register (XOP.B), "
+                  "Flags = imm16, InstructionAddress = the instruction",
+                  map_reg ? "LWPVAL" : "LWPINS", w,
+                  w ? "" : " zero-extended from 32 bits");
+        n = 0;
+    }
+    /* memory forms: [base] with disp8 for every base, [rax + index] */
+    for (unsigned k = 0; k < 32; k++) {
+        unsigned base = k < 16 ? k : 0, index = k < 16 ? 4 : k - 16;
+        uint32_t h = rd32(cb, LWPCB_HEAD);
+        uint64_t ea;
+        unsigned len = 0;
+        struct rec rc;
+
+        if (k >= 16 && index == 4) {
+            continue;                   /* SIB index 100b: none */
+        }
+        for (unsigned i = 0; i < 16; i++) {
+            in.r[i] = DATA_S + 0x1000 * i;
+        }
+        in.flags = FLAGS_IN;
+        io = in;
+        b[len++] = 0x8f;
+        b[len++] = (index & 8 ? 0 : 0x40) | (base & 8 ? 0 : 0x20) | 0x80 | 0xa;
+        b[len++] = 0x78;                /* W0, vvvv = rax, L0, pp 00 */
+        b[len++] = 0x12;
+        if (k < 16) {
+            b[len++] = 0x40 | map_reg << 3 | (base & 7);    /* [base+8] */
+            if ((base & 7) == 4) {
+                b[len++] = 0x24;        /* SIB: base rsp/r12, no index */
+            }
+            b[len++] = 8;
+            ea = in.r[base] + 8;
+        } else {
+            b[len++] = 0x04 | map_reg << 3;                 /* SIB */
+            b[len++] = (index & 7) << 3;                    /* base rax */
+            ea = in.r[0] + in.r[index];
+        }
+        memcpy(&b[len], "\x0f\x0b\x0f\x0b", 4);
+        len += 4;
+        wr32((void *)(uintptr_t)ea, 0, 0x5eed0000 | k);
+        sig = run_one(b, len, &io, &f);
+        n++;
+        rc = read_rec(ring, h);
+        if (sig || rc.data1 != (0x5eed0000 | k) || rc.data2 !=
+            (uint32_t)in.r[0] || rd32(cb, LWPCB_HEAD) != h + 32) {
+            op_fail(b, "memory operand at %#llx: expected Data1 %#x, got "
+                    "%s, Data1 %#x", (unsigned long long)ea, 0x5eed0000 | k,
+                    signame(sig), rc.data1);
+        }
+        wr32((void *)(uintptr_t)ea, 0, 0);
+    }
+    lwp_off();
+    op_report(n, "64-bit %s, memory forms: Data1 = the dword at [base "
+              "(XOP.B) + disp8] or [rax + index (XOP.X)]",
+              map_reg ? "LWPVAL" : "LWPINS");
+}
+
+/* LLWPCB and SLWPCB take their register from r/m with XOP.B */
+static void test_cb_operands(void)
+{
+    uint8_t *cb = (uint8_t *)(uintptr_t)OP_CB;
+    uint8_t *ring = (uint8_t *)(uintptr_t)OP_RING;
+    unsigned n = 0;
+    struct cpu io, in;
+    struct fault f;
+    uint8_t b[5];
+    uint64_t v;
+    int sig;
+
+    op_bad = 0;
+    for (unsigned w = 0; w < 2; w++) {
+        for (unsigned r = 0; r < 16; r++) {
+            for (unsigned i = 0; i < 16; i++) {
+                in.r[i] = junk_reg(i);
+            }
+            in.r[r] = OP_CB;
+            in.flags = FLAGS_IN;
+            io = in;
+            b[0] = 0x8f;
+            b[1] = (r & 8 ? 0 : 0x20) | 0xc0 | 9;
+            b[2] = w << 7 | 0x78;
+            b[3] = 0x12;
+            b[4] = 0xc0 | (r & 7);
+            lwp_off();
+            lwpcb_init(cb, ring, OP_RING_SIZE, 0);
+            sig = run_one(b, 5, &io, &f);
+            n++;
+            v = 0;
+            if (!sig) {
+                try_slwpcb(&v);
+            }
+            if (sig || v != OP_CB) {
+                op_fail(b, "LLWPCB r%u W=%u: expected LWPCB %#llx, got %s, "
+                        "SLWPCB %#llx", r, w, (unsigned long long)OP_CB,
+                        signame(sig), (unsigned long long)v);
+            }
+            /* SLWPCB into register r, LWP enabled */
+            for (unsigned i = 0; i < 16; i++) {
+                in.r[i] = junk_reg(i);
+            }
+            io = in;
+            b[4] = 0xc8 | (r & 7);
+            sig = run_one(b, 5, &io, &f);
+            n++;
+            for (unsigned i = 0; i < 16 && !sig; i++) {
+                uint64_t want = i == r ? OP_CB : in.r[i];
+
+                if (io.r[i] != want) {
+                    op_fail(b, "SLWPCB r%u W=%u: expected r%u = %#llx, got "
+                            "%#llx", r, w, i, (unsigned long long)want,
+                            (unsigned long long)io.r[i]);
+                    break;
+                }
+            }
+            if (sig) {
+                op_fail(b, "SLWPCB r%u W=%u: got %s", r, w, signame(sig));
+            }
+        }
+    }
+    lwp_off();
+    op_report(n, "64-bit LLWPCB/SLWPCB use the r/m register with XOP.B "
+              "(every register, W 0 and 1; SLWPCB changes no other "
+              "register)");
 }
 
 /* ---- legacy mode set-up ------------------------------------------------------- */
@@ -1103,6 +1368,15 @@ int main(int argc, char **argv)
                      PROT_READ | PROT_WRITE | PROT_EXEC);
     lwp_off();
     exec_all(0, lwp, skip_other);
+    if (lwp) {
+        test_cb_operands();
+        test_ins_operands(0, 0);
+        if (lwp_available() & LWP_FEAT_VAL) {
+            test_ins_operands(1, 1);
+        } else {
+            report_skip("64-bit LWPVAL operands: VAL not available");
+        }
+    }
 
     gen(1);
     if (setup_ldt() && probe32()) {
