@@ -157,6 +157,9 @@ static void test_slwpcb(void)
         }
         lwp_off();
         munmap(low, 4096);
+    } else {
+        report_skip("cannot map an LWPCB at 0x50000000: LLWPCB r32 not "
+                    "checked");
     }
     report_prefix("SLWPCB");
     lwp_off();
