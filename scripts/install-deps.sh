@@ -9,6 +9,9 @@ PKGS=(
     libglib2.0-dev libpixman-1-dev zlib1g-dev libcapstone-dev libfdt-dev
     libslirp-dev binutils googletest libgtest-dev
     seabios ipxe-qemu clang-format rsync
+    # tests/fuzz: clang-14 and libFuzzer, which clang only recommends (the
+    # asan layer uses GCC's libasan8 and libubsan1, which g++ brings)
+    clang libclang-rt-14-dev
 )
 BPO_PKGS=(meson python3-pycotap qemu-system-data)
 

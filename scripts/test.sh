@@ -3,6 +3,8 @@
 # first.  Ends with one line: "N passed, N failed" over all layers.
 #
 #   engine   GoogleTest unit tests of tcg-helpers/
+#   asan     the same tests built with ASan+UBSan (build/engine-asan)
+#   fuzz     a bounded libFuzzer campaign on the engine (tests/fuzz)
 #   user     guest programs under build/qemu-x86_64 (tests/user)
 #   system   bare-metal guest kernel under build/qemu-system-x86_64
 #            (tests/system)
@@ -12,7 +14,7 @@
 # LAYERS="engine user" scripts/test.sh runs a subset.
 set -uo pipefail
 . "$(dirname "$0")/common.sh"
-LAYERS=${LAYERS:-engine user system qtest tcg}
+LAYERS=${LAYERS:-engine asan fuzz user system qtest tcg}
 total_pass=0 total_fail=0
 summary=()
 
@@ -41,6 +43,27 @@ if has engine; then
     fi
 fi
 
+if has asan; then
+    # The engine unit tests under AddressSanitizer and UBSan (GCC's)
+    log "engine unit tests, ASan+UBSan"
+    [ -f "$BUILD/engine-asan/build.ninja" ] ||
+        meson setup "$BUILD/engine-asan" "$TOP" -Db_sanitize=address,undefined \
+            -Db_lundef=false >"$logs/asan-setup.log" 2>&1
+    if ninja -C "$BUILD/engine-asan" tests/engine/engine-tests >"$logs/asan-build.log" 2>&1; then
+        ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+            "$BUILD/engine-asan/tests/engine/engine-tests" --gtest_brief=1 2>&1 | tee "$logs/asan.log"
+        p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$logs/asan.log")
+        f=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' "$logs/asan.log")
+        count asan "${p:-0}" "${f:-0}"
+        # A sanitizer report stops the run: no summary, or a report after it
+        if [ -z "$p$f" ] || grep -qE 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$logs/asan.log"; then
+            count asan 0 1
+        fi
+    else
+        cat "$logs/asan-setup.log" "$logs/asan-build.log" 2>/dev/null | tail -n 30; count asan 0 1
+    fi
+fi
+
 layer_script() { # LAYER SCRIPT ARGS...: the script's last line is "X: N passed, N failed"
     local name=$1 line
     shift
@@ -53,6 +76,7 @@ layer_script() { # LAYER SCRIPT ARGS...: the script's last line is "X: N passed,
         count "$name" "$(echo "$line" | awk '{print $2}')" "$(echo "$line" | awk '{print $4}')"
     fi
 }
+has fuzz && layer_script fuzz "$TOP/tests/fuzz/run.sh"
 has user && layer_script user "$TOP/tests/user/run.sh" "$BUILD/qemu-x86_64"
 has system && layer_script system "$TOP/tests/system/run.sh" "$BUILD/qemu-system-x86_64"
 
