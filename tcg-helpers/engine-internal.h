@@ -109,6 +109,10 @@ inline uint64_t linear(const LwpContext *ctx, uint64_t ea)
 }
 
 bool range_ok(const LwpContext *ctx, uint64_t ea, uint64_t size);
+// A linear range the engine can hand to the glue: canonical and not
+// wrapping in long mode (outside it, ranges are split at 4G); any other
+// is reported as a fault without calling the glue
+bool linear_ok(const LwpContext *ctx, uint64_t addr, uint64_t size);
 
 // Guest memory through the glue's callbacks, split at 4G outside long mode
 bool mem_read(const LwpContext *ctx, const LwpMem *mem, uint64_t addr,

@@ -62,6 +62,11 @@ LwpStatus load(LwpState *s, const LwpContext *ctx, const LwpMem *mem,
         return LWP_FAULT_GP;
     }
     const uint64_t cb_addr = linear(ctx, ea);
+    // LWP_CBADDR 0 means disabled (4.3): an LWPCB whose linear address is
+    // 0 cannot be enabled (choice 14 (a))
+    if (!cb_addr) {
+        return LWP_FAULT_GP;
+    }
     if (!read_cb(ctx, mem, cb_addr, cb, res)) {
         return LWP_FAULT_PF;
     }

@@ -73,10 +73,23 @@ bool range_ok(const LwpContext *ctx, uint64_t ea, uint64_t size)
            ds_store_check(ctx, ea, top);
 }
 
+bool linear_ok(const LwpContext *ctx, uint64_t addr, uint64_t size)
+{
+    uint64_t top = addr + size - 1;
+    return !ctx->lma ||
+           (top >= addr && canonical(ctx, addr) && canonical(ctx, top));
+}
+
 bool mem_read(const LwpContext *ctx, const LwpMem *mem, uint64_t addr,
               void *buf, uint32_t len, LwpResult *res)
 {
     auto *out = static_cast<uint8_t *>(buf);
+    if (!linear_ok(ctx, addr, len)) {
+        // non-canonical or wrapping (a CPL-0 XRSTOR is trusted, 7.4):
+        // reported as the fault an access there raises
+        set_fault(res, addr, len, false);
+        return false;
+    }
     return for_pieces(ctx, addr, len, [&](uint64_t a, uint32_t l, uint32_t o) {
         if (mem->ops->read(mem->opaque, a, out + o, l)) {
             return true;
@@ -89,6 +102,10 @@ bool mem_read(const LwpContext *ctx, const LwpMem *mem, uint64_t addr,
 bool mem_probe_write(const LwpContext *ctx, const LwpMem *mem, uint64_t addr,
                      uint32_t len, LwpResult *res)
 {
+    if (!linear_ok(ctx, addr, len)) {
+        set_fault(res, addr, len, true);
+        return false;
+    }
     return for_pieces(ctx, addr, len, [&](uint64_t a, uint32_t l, uint32_t) {
         if (mem->ops->probe_write(mem->opaque, a, l)) {
             return true;

@@ -514,7 +514,9 @@ TEST_F(Llwpcb, CanonicalFormFollowsVaBits)
     ASSERT_EQ(load(at), LWP_OK);
     EXPECT_EQ(s.cb_addr, at);
 
-    // Upper half, 48 bits
+    // Upper half, 48 bits.  CR4.LA57 cannot change while LWP runs in long
+    // mode, so start again from the disabled state.
+    lwp_state_init(&s);
     const uint64_t hi = 0xffff800000001000ull;
     m.map(hi, kPageSize, kReadWrite);
     ctx.va_bits = 48;
