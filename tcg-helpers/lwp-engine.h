@@ -119,9 +119,11 @@ typedef struct LwpContext {
  * may fault or longjmp: read and probe_write report failure by returning
  * false.  The engine reads first, then probes every range it will write,
  * and only then writes, in order (the ring buffer record before the head
- * offset), so a failure leaves guest memory and the LWP state untouched.
- * write is only called on ranges probe_write accepted in the same call.
- * A range never wraps: outside long mode the engine splits it at 4G.
+ * offset), so a failure leaves guest memory and the LWP state untouched,
+ * except that a pending record stored before it stays stored
+ * (LwpResult.stored).  write is only called on ranges probe_write accepted
+ * in the same call.  A range never wraps and is canonical: outside long
+ * mode the engine splits it at 4G.
  * The glue orders the writes for other CPUs (smp_wmb before each one).
  */
 typedef struct LwpMemOps {
