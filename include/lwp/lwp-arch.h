@@ -120,7 +120,7 @@
 #define LWP_REC_FLAGS               2       /* 16 bits */
 #define LWP_REC_DATA1               4       /* 32 bits */
 #define LWP_REC_IP                  8       /* InstructionAddress */
-#define LWP_REC_DATA2               16      /* Data2/TargetAddress/DataAddress */
+#define LWP_REC_DATA2               16      /* Data2, Target or DataAddress */
 #define LWP_EVENT_ID_VAL            1       /* Table 2-1 */
 #define LWP_EVENT_ID_IRE            2
 #define LWP_EVENT_ID_BRE            3

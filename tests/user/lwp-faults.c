@@ -49,7 +49,7 @@ static int trapno_noted;
 static void check_gp_fault(const char *what, int sig, const struct fault *f)
 {
     report(sig == SIGSEGV && f->code == SI_KERNEL_CODE, "%s: #GP, i.e. "
-           "SIGSEGV with si_code SI_KERNEL 0x80 (got %s, si_code %#x)", what,
+           "SIGSEGV with si_code SI_KERNEL 0x80 (got %s, si_code 0x%x)", what,
            signame(sig), f->code);
     if (sig == SIGSEGV && f->trapno != -1) {
         report(f->trapno == 13, "%s: REG_TRAPNO is 13 (got %ld)", what,
@@ -91,7 +91,7 @@ static void gp_case(const struct gp_case *c, int enabled_before)
     sig = try_llwpcb(cb, &f);
     check_gp_fault(what, sig, &f);
     sig = try_slwpcb(&v);
-    report(sig == 0 && v == 0, "%s: LWP is left disabled (SLWPCB %#llx)",
+    report(sig == 0 && v == 0, "%s: LWP is left disabled (SLWPCB 0x%llx)",
            what, (unsigned long long)v);
     report(!memcmp(before, cb, sizeof(before)), "%s: the LWPCB is not "
            "written", what);
@@ -132,7 +132,7 @@ static void test_gp(void)
     check_gp_fault("non-canonical LWPCB address 0x8000000000000000", sig, &f);
     sig = try_slwpcb(&v);
     report(sig == 0 && v == 0, "non-canonical LWPCB address: LWP is left "
-           "disabled (SLWPCB %#llx)", (unsigned long long)v);
+           "disabled (SLWPCB 0x%llx)", (unsigned long long)v);
 
     report_prefix("LLWPCB accepts");
     {
@@ -159,7 +159,7 @@ static void test_gp(void)
                 try_slwpcb(&v);
             }
             report(sig == 0 && v == (uintptr_t)cb, "%s: no fault, LWP "
-                   "enabled (got %s, si_code %#x)", ok[i].what, signame(sig),
+                   "enabled (got %s, si_code 0x%x)", ok[i].what, signame(sig),
                    f.code);
         }
         if (max_event >= 1) {
@@ -178,7 +178,7 @@ static void test_gp(void)
             wr32(cb, LWPCB_THRESHOLD, 0xffffffffu);
             sig = try_llwpcb(cb, &f);
             report(sig == 0 && rd32(cb, LWPCB_FLAGS) == (avail & ~1u),
-                   "Flags 0xffffffff: no fault, written back as %#x (got %#x)",
+                   "Flags 0xffffffff: no fault, written back as 0x%x (got 0x%x)",
                    avail & ~1u, rd32(cb, LWPCB_FLAGS));
         }
     }
@@ -243,7 +243,7 @@ static void test_pf(void)
     sig = try_llwpcb(none, &f);
     report(sig == SIGSEGV && f.code != SI_KERNEL_CODE &&
            f.addr == (uintptr_t)none, "LLWPCB of an inaccessible LWPCB: #PF "
-           "(SIGSEGV, si_addr %p; got %s, si_code %#x, si_addr %#lx)", none,
+           "(SIGSEGV, si_addr %p; got %s, si_code 0x%x, si_addr 0x%lx)", none,
            signame(sig), f.code, (unsigned long)f.addr);
 
     /* an LWPCB whose last 64 bytes' successor page is inaccessible */
@@ -260,10 +260,10 @@ static void test_pf(void)
         report(sig == SIGSEGV && f.code != SI_KERNEL_CODE &&
                f.addr >= (uintptr_t)cb2 + 4096 && f.addr < (uintptr_t)cb2 +
                8192, "LLWPCB of an LWPCB that runs into an inaccessible page: "
-               "#PF in that page (got %s, si_code %#x, si_addr %#lx)",
+               "#PF in that page (got %s, si_code 0x%x, si_addr 0x%lx)",
                signame(sig), f.code, (unsigned long)f.addr);
         try_slwpcb(&v);
-        report(v == 0, "after the #PF LWP is disabled (SLWPCB %#llx)",
+        report(v == 0, "after the #PF LWP is disabled (SLWPCB 0x%llx)",
                (unsigned long long)v);
     }
 
@@ -285,10 +285,10 @@ static void test_pf(void)
     report(sig == 0 && fix_count == 1 && fix_code == SEGV_ACCERR &&
            v == (uintptr_t)cb, "LLWPCB of a read-only LWPCB: one write fault "
            "(SEGV_ACCERR) in the LWPCB, the handler makes it writable, the "
-           "retry enables LWP (faults %d, si_code %d, %s, SLWPCB %#llx)",
+           "retry enables LWP (faults %d, si_code %d, %s, SLWPCB 0x%llx)",
            fix_count, fix_code, signame(sig), (unsigned long long)v);
     report(rd32(cb, LWPCB_FLAGS) == (0xffffffffu & avail & ~1u),
-           "after the retry Flags is written back (%#x, got %#x)",
+           "after the retry Flags is written back (0x%x, got 0x%x)",
            0xffffffffu & avail & ~1u, rd32(cb, LWPCB_FLAGS));
     lwp_off();
 
@@ -303,7 +303,7 @@ static void test_pf(void)
     cf = __lwpins64(0x1234, 0x5678, 0x9abc);
     report(fix_count == 1 && fix_addr == (uintptr_t)ring &&
            fix_code == SEGV_ACCERR, "LWPINS into a read-only ring: one write "
-           "fault at the head slot %p (faults %d at %#lx, si_code %d)", ring,
+           "fault at the head slot %p (faults %d at 0x%lx, si_code %d)", ring,
            fix_count, (unsigned long)fix_addr, fix_code);
     report(cf == 0 && rd32(cb, LWPCB_HEAD) == 32 && rd64(cb, LWPCB_MISSED) == 0
            && read_rec(ring, 0).data1 == 0x5678 &&
@@ -376,7 +376,7 @@ static void test_pf(void)
                read_rec(ring, 0).ip == ip && ((uint8_t *)ring)[32] == 0xa5,
                "LWPINS with an inaccessible memory operand: one fault at "
                "the operand, then one record with Data1 from the page the "
-               "handler provided (faults %d, head %u, Data1 %#x)", fix_count,
+               "handler provided (faults %d, head %u, Data1 0x%x)", fix_count,
                rd32(cb, LWPCB_HEAD), read_rec(ring, 0).data1);
     }
     lwp_off();
@@ -442,7 +442,7 @@ static void test_lwpval_operand(void)
            "(got %s)", signame(sig));
     sig = guarded(do_lwpval_mem, &ip, &f);
     report(sig == SIGSEGV && f.addr == (uintptr_t)none, "counter expiring: "
-           "LWPVAL reads the operand, #PF at %p (got %s at %#lx)", none,
+           "LWPVAL reads the operand, #PF at %p (got %s at 0x%lx)", none,
            signame(sig), (unsigned long)f.addr);
     report(rd32(cb, LWPCB_HEAD) == 0 && ((uint8_t *)ring)[0] == 0xa5,
            "the faulting LWPVAL stores nothing (head %u)",
@@ -452,7 +452,7 @@ static void test_lwpval_operand(void)
     report(rd32(cb, LWPCB_HEAD) == 32 && read_rec(ring, 0).data1 == 0xc0ffee
            && read_rec(ring, 0).ip == ip && read_rec(ring, 0).event_id == 1,
            "the faulting LWPVAL did not consume the counter: the next one "
-           "stores (head %u, Data1 %#x)", rd32(cb, LWPCB_HEAD),
+           "stores (head %u, Data1 0x%x)", rd32(cb, LWPCB_HEAD),
            read_rec(ring, 0).data1);
     guarded(do_lwpval_mem, &ip, &f);
     guarded(do_lwpval_mem, &ip, &f);
@@ -472,8 +472,8 @@ static void test_lwpval_operand(void)
     report(sig == 0 && fix_count == 1 && rd32(cb, LWPCB_HEAD) == 32 &&
            read_rec(ring, 0).data1 == 0xabad1dea && read_rec(ring, 0).ip == ip,
            "interval 0, operand page made accessible by the handler: one "
-           "fault, then exactly one record with Data1 %#x (faults %d, head "
-           "%u, Data1 %#x)", 0xabad1dea, fix_count, rd32(cb, LWPCB_HEAD),
+           "fault, then exactly one record with Data1 0x%x (faults %d, head "
+           "%u, Data1 0x%x)", 0xabad1dea, fix_count, rd32(cb, LWPCB_HEAD),
            read_rec(ring, 0).data1);
     lt_hook = NULL;
     lwp_off();

@@ -51,13 +51,13 @@ static void check_rec(const char *what, uint32_t off, uint8_t id,
     int ok = r.event_id == id && r.core_id == 0 && r.flags == flags &&
              r.data1 == d1 && r.ip == ip && r.data2 == d2 && r.reserved == 0;
 
-    report(ok, "%s: record at +%u is {EventId %u, CoreId 0, Flags %#x, "
-           "Data1 %#x, InstructionAddress %#llx, Data2 %#llx, bytes 24-31 0}",
+    report(ok, "%s: record at +%u is {EventId %u, CoreId 0, Flags 0x%x, "
+           "Data1 0x%x, InstructionAddress 0x%llx, Data2 0x%llx, bytes 24-31 0}",
            what, off, id, flags, d1, (unsigned long long)ip,
            (unsigned long long)d2);
     if (!ok) {
-        printf("    got {EventId %u, CoreId %u, Flags %#x, Data1 %#x, "
-               "InstructionAddress %#llx, Data2 %#llx, bytes 24-31 %#llx}\n",
+        printf("    got {EventId %u, CoreId %u, Flags 0x%x, Data1 0x%x, "
+               "InstructionAddress 0x%llx, Data2 0x%llx, bytes 24-31 0x%llx}\n",
                r.event_id, r.core_id, r.flags, r.data1,
                (unsigned long long)r.ip, (unsigned long long)r.data2,
                (unsigned long long)r.reserved);
@@ -95,8 +95,8 @@ static int enable(uint32_t flags, uint32_t size)
     lwpcb_init(cb, ring, size, flags);
     sig = try_llwpcb(cb, &f);
     if (sig) {
-        report(0, "LLWPCB of a valid LWPCB (Flags %#x, BufferSize %u) "
-               "executes (got %s, si_code %#x)", flags, size, signame(sig),
+        report(0, "LLWPCB of a valid LWPCB (Flags 0x%x, BufferSize %u) "
+               "executes (got %s, si_code 0x%x)", flags, size, signame(sig),
                f.code);
     }
     return sig == 0;
@@ -119,19 +119,19 @@ static void test_slwpcb(void)
     lwp_off();
     sig = try_slwpcb(&v);
     report(sig == 0 && v == 0, "returns 0 while LWP is disabled "
-           "(got %#llx, %s)", (unsigned long long)v, signame(sig));
+           "(got 0x%llx, %s)", (unsigned long long)v, signame(sig));
     if (!enable(0, LT_RING_MIN)) {
         return;
     }
     sig = try_slwpcb(&v);
     report(sig == 0 && v == (uintptr_t)cb, "returns the LWPCB address %p "
-           "while enabled (got %#llx)", cb, (unsigned long long)v);
+           "while enabled (got 0x%llx)", cb, (unsigned long long)v);
     v = (uintptr_t)__slwpcb();
     report(v == (uintptr_t)cb, "__slwpcb() returns the LWPCB address %p "
-           "(got %#llx)", cb, (unsigned long long)v);
+           "(got 0x%llx)", cb, (unsigned long long)v);
     __asm__ volatile("slwpcb %0" : "+r"(v32));
     report(v32 == (uint32_t)(uintptr_t)cb, "the 32-bit form returns the low "
-           "32 bits %#x (got %#x)", (uint32_t)(uintptr_t)cb, v32);
+           "32 bits 0x%x (got 0x%x)", (uint32_t)(uintptr_t)cb, v32);
 
     /* LLWPCB with a 32-bit register: the address is truncated (5.1) */
     report_prefix("LLWPCB r32");
@@ -150,8 +150,8 @@ static void test_slwpcb(void)
             sig = guarded(llwpcb32, (void *)&junk[i], &f);
             v = sig ? 0 : (uintptr_t)__slwpcb();
             report(sig == 0 && v == 0x50000000, "LLWPCB with a 32-bit "
-                   "register ignores RAX[63:32] (%#llx -> LWPCB 0x50000000; "
-                   "got %s%s, SLWPCB %#llx)", (unsigned long long)junk[i],
+                   "register ignores RAX[63:32] (0x%llx -> LWPCB 0x50000000; "
+                   "got %s%s, SLWPCB 0x%llx)", (unsigned long long)junk[i],
                    signame(sig), sig == SIGSEGV ? (f.code == 0x80 ?
                    " #GP" : " #PF") : "", (unsigned long long)v);
         }
@@ -164,7 +164,7 @@ static void test_slwpcb(void)
     report_prefix("SLWPCB");
     lwp_off();
     v = (uintptr_t)__slwpcb();
-    report(v == 0, "returns 0 again after LLWPCB 0 (got %#llx)",
+    report(v == 0, "returns 0 again after LLWPCB 0 (got 0x%llx)",
            (unsigned long long)v);
 }
 
@@ -194,10 +194,10 @@ static void test_writeback(void)
         return;
     }
     report(rd32(cb, LWPCB_FLAGS) == want_flags, "Flags 0xffffffff is written "
-           "back as requested AND available (EAX %#x, bit 0 reserved): %#x "
-           "(got %#x)", avail, want_flags, rd32(cb, LWPCB_FLAGS));
+           "back as requested AND available (EAX 0x%x, bit 0 reserved): 0x%x "
+           "(got 0x%x)", avail, want_flags, rd32(cb, LWPCB_FLAGS));
     report(head() == 0x40, "BufferHeadOffset 0x41 is written back rounded "
-           "down to 0x40 (got %#x)", head());
+           "down to 0x40 (got 0x%x)", head());
     report(rd32(cb, LWPCB_BUFFER_SIZE) == LT_RING_MIN + 31 &&
            rd64(cb, LWPCB_BUFFER_BASE) == (uintptr_t)ring &&
            rd32(cb, LWPCB_TAIL) == 0x40 &&
@@ -210,7 +210,7 @@ static void test_writeback(void)
         int on = (want_flags >> n) & 1;
         uint32_t want = !on ? iv[n] : n == 1 ? 0 : 0xff;
 
-        report(got == want, "EventInterval%u %#x is %s: %#x (got %#x)", n,
+        report(got == want, "EventInterval%u 0x%x is %s: 0x%x (got 0x%x)", n,
                iv[n], !on ? "left alone (event not available)"
                : n == 1 ? "negative, written back as 0 (LWPVAL minimum 0)"
                : "below the minimum, written back as 0xFF", want, got);
@@ -227,7 +227,7 @@ static void test_writeback(void)
         wr32(cb, LWPCB_INTERVAL(e, 1), v);
         ok = try_llwpcb(cb, NULL) == 0;
         report(ok && rd32(cb, LWPCB_INTERVAL(e, 1)) == v, "EventInterval1 "
-               "%u is kept with VAL enabled (the LWPVAL minimum is 0; got %#x)",
+               "%u is kept with VAL enabled (the LWPVAL minimum is 0; got 0x%x)",
                v, rd32(cb, LWPCB_INTERVAL(e, 1)));
         lwp_off();
     }
@@ -372,7 +372,7 @@ static void test_lwpval(void)
             return;
         }
         report(!(rd32(cb, LWPCB_FLAGS) & LWP_FEAT_VAL), "VAL is not "
-               "available, so LLWPCB clears it in Flags (got %#x)",
+               "available, so LLWPCB clears it in Flags (got 0x%x)",
                rd32(cb, LWPCB_FLAGS));
         for (i = 0; i < 5; i++) {
             __lwpval64(i, i, i);
@@ -434,10 +434,10 @@ static void test_lwpval(void)
            read_rec(ring, 32).data1, read_rec(ring, 64).data1);
     __slwpcb();
     report((rd32(cb, LWPCB_COUNTER(e, 1)) & 0x3ffffff) == 1, "SLWPCB writes "
-           "the counter back: 2 after the 9th, 1 after the 10th (got %#x)",
+           "the counter back: 2 after the 9th, 1 after the 10th (got 0x%x)",
            rd32(cb, LWPCB_COUNTER(e, 1)));
     report(rd32(cb, LWPCB_INTERVAL(e, 1)) == 2, "EventInterval1 2 is kept "
-           "(got %#x)", rd32(cb, LWPCB_INTERVAL(e, 1)));
+           "(got 0x%x)", rd32(cb, LWPCB_INTERVAL(e, 1)));
     lwp_off();
 
     /* enabled, but VAL not in Flags: nothing */
@@ -469,7 +469,7 @@ int main(void)
     __cpuid(LWP_CPUID_LEAF, a, b, c, d);
     cb_size = (b & 0xff) * 8;
     max_event = (b >> LWP_CPUID_EBX_MAXEVENTS_SHIFT) & 0xff;
-    printf("CPUID 8000_001C: EAX %#x EBX %#x (LWPCB %u bytes, events 1..%u)\n",
+    printf("CPUID 8000_001C: EAX 0x%x EBX 0x%x (LWPCB %u bytes, events 1..%u)\n",
            a, b, cb_size, max_event);
     if (max_event > LWP_NUM_EVENTS) {
         max_event = LWP_NUM_EVENTS;

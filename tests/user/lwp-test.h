@@ -153,7 +153,7 @@ static void lt_handler(int sig, siginfo_t *si, void *ctx)
         siglongjmp(*lt_guard, 1);
     }
     /* not inside guarded(): report and stop instead of dumping core */
-    printf("FAIL: %sunexpected signal %d (si_code %d, addr %#lx, rip %#lx) "
+    printf("FAIL: %sunexpected signal %d (si_code %d, addr 0x%lx, rip 0x%lx) "
            "outside a guarded region\n", lt_prefix, sig, si->si_code,
            (unsigned long)lt_fault.addr, (unsigned long)lt_fault.rip);
     fflush(stdout);

@@ -64,7 +64,7 @@ static int ring_is(const void *ring, unsigned n, uint64_t tag, uint16_t fl)
 
         if (rc.event_id != LWP_EVENT_ID_INS || rc.data2 != tag ||
             rc.flags != fl || rc.data1 != i) {
-            printf("    record %u: EventId %u Flags %#x Data1 %u Data2 %#llx\n",
+            printf("    record %u: EventId %u Flags 0x%x Data1 %u Data2 0x%llx\n",
                    i, rc.event_id, rc.flags, rc.data1,
                    (unsigned long long)rc.data2);
             return 0;
@@ -108,13 +108,13 @@ int main(void)
     pthread_barrier_wait(&bar);
     report(r.start_sig == 0 && r.slwpcb_at_start == 0, "a new thread starts "
            "with LWP disabled: SLWPCB returns 0 although its creator had LWP "
-           "enabled (got %#llx, %s)", (unsigned long long)r.slwpcb_at_start,
+           "enabled (got 0x%llx, %s)", (unsigned long long)r.slwpcb_at_start,
            signame(r.start_sig));
     report(r.llwpcb_sig == 0, "the new thread enables LWP with its own LWPCB "
            "(got %s)", signame(r.llwpcb_sig));
     v = (uintptr_t)__slwpcb();
     report(v == (uintptr_t)cb_main, "the other thread's LLWPCB leaves the "
-           "main thread's LWPCB in place (SLWPCB %#llx)",
+           "main thread's LWPCB in place (SLWPCB 0x%llx)",
            (unsigned long long)v);
     for (unsigned i = 0; i < ROUNDS; i++) {
         cf_main += __lwpins64(0xaaaa, i, 0xa);
@@ -135,10 +135,10 @@ int main(void)
     report(ring_is(ring_thr, ROUNDS, 0xbbbb, 0xb), "the thread's ring holds "
            "only its records, in order");
     report(r.slwpcb_after == (uintptr_t)cb_thr, "the thread's SLWPCB returns "
-           "its own LWPCB (got %#llx)", (unsigned long long)r.slwpcb_after);
+           "its own LWPCB (got 0x%llx)", (unsigned long long)r.slwpcb_after);
     v = (uintptr_t)__slwpcb();
     report(v == (uintptr_t)cb_main, "after the thread exited with LWP "
-           "enabled, the main thread still has its LWPCB (SLWPCB %#llx)",
+           "enabled, the main thread still has its LWPCB (SLWPCB 0x%llx)",
            (unsigned long long)v);
     __lwpins64(0xaaaa, ROUNDS, 0xa);
     report(rd32(cb_main, LWPCB_HEAD) == 32 * (ROUNDS + 1) &&
@@ -166,12 +166,12 @@ int main(void)
         waitpid(pid, &st, 0);
     }
     report(WIFEXITED(st) && WEXITSTATUS(st) != 1, "a child made by fork() "
-           "starts with LWP disabled (SLWPCB 0 in the child; status %#x)", st);
+           "starts with LWP disabled (SLWPCB 0 in the child; status 0x%x)", st);
     report(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the child's LWPINS stores "
            "nothing (its copy of the ring and head are unchanged)");
     v = (uintptr_t)__slwpcb();
     report(v == (uintptr_t)cb_main, "the parent keeps its LWPCB after fork "
-           "(SLWPCB %#llx)", (unsigned long long)v);
+           "(SLWPCB 0x%llx)", (unsigned long long)v);
     lwp_off();
     return report_summary("lwp-threads");
 }

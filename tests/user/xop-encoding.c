@@ -774,14 +774,14 @@ static void exec_all(int m32, int lwp, int skip_other)
         expect_state(c, &in, &exp, &ea);
         for (int r = 0; r < 16; r++) {
             if (io.r[r] != exp.r[r]) {
-                note_bad(c->cat, c, "%s: expected %s=%#llx, got %#llx",
+                note_bad(c->cat, c, "%s: expected %s=0x%llx, got 0x%llx",
                          cls_name[cls], rn[r], (unsigned long long)exp.r[r],
                          (unsigned long long)io.r[r]);
                 goto next;
             }
         }
         if ((io.flags & FLAGS_ARITH) != (exp.flags & FLAGS_ARITH)) {
-            note_bad(c->cat, c, "%s: expected flags %#llx, got %#llx",
+            note_bad(c->cat, c, "%s: expected flags 0x%llx, got 0x%llx",
                      cls_name[cls], (unsigned long long)(exp.flags &
                      FLAGS_ARITH), (unsigned long long)(io.flags & FLAGS_ARITH));
         }
@@ -791,7 +791,7 @@ static void exec_all(int m32, int lwp, int skip_other)
                                          0xffff) : rd64((void *)(uintptr_t)ea, 0);
 
             if (got != want) {
-                note_bad(c->cat, c, "pop: expected %#llx at %#llx, got %#llx",
+                note_bad(c->cat, c, "pop: expected 0x%llx at 0x%llx, got 0x%llx",
                          (unsigned long long)want, (unsigned long long)ea,
                          (unsigned long long)got);
             }
@@ -920,9 +920,9 @@ static void test_ins_operands(int map_reg, int val)
                     rc.event_id != (map_reg ? 1 : 255) ||
                     rc.flags != 0x0b0f || rc.ip != (uintptr_t)code ||
                     rc.data1 != (uint32_t)in.r[r] || rc.data2 != d2) {
-                    op_fail(b, "vvvv=%u r/m=%u W=%d: expected Data1 %#x Data2 "
-                            "%#llx at %#lx, got Data1 %#x Data2 %#llx at "
-                            "%#llx (head %u)", v, r, w, (uint32_t)in.r[r],
+                    op_fail(b, "vvvv=%u r/m=%u W=%d: expected Data1 0x%x Data2 "
+                            "0x%llx at 0x%lx, got Data1 0x%x Data2 0x%llx at "
+                            "0x%llx (head %u)", v, r, w, (uint32_t)in.r[r],
                             (unsigned long long)d2, (unsigned long)code,
                             rc.data1, (unsigned long long)rc.data2,
                             (unsigned long long)rc.ip, rd32(cb, LWPCB_HEAD));
@@ -976,8 +976,8 @@ static void test_ins_operands(int map_reg, int val)
         rc = read_rec(ring, h);
         if (sig || rc.data1 != (0x5eed0000 | k) || rc.data2 !=
             (uint32_t)in.r[0] || rd32(cb, LWPCB_HEAD) != h + 32) {
-            op_fail(b, "memory operand at %#llx: expected Data1 %#x, got "
-                    "%s, Data1 %#x", (unsigned long long)ea, 0x5eed0000 | k,
+            op_fail(b, "memory operand at 0x%llx: expected Data1 0x%x, got "
+                    "%s, Data1 0x%x", (unsigned long long)ea, 0x5eed0000 | k,
                     signame(sig), rc.data1);
         }
         wr32((void *)(uintptr_t)ea, 0, 0);
@@ -1023,8 +1023,8 @@ static void test_cb_operands(void)
                 try_slwpcb(&v);
             }
             if (sig || v != OP_CB) {
-                op_fail(b, "LLWPCB r%u W=%u: expected LWPCB %#llx, got %s, "
-                        "SLWPCB %#llx", r, w, (unsigned long long)OP_CB,
+                op_fail(b, "LLWPCB r%u W=%u: expected LWPCB 0x%llx, got %s, "
+                        "SLWPCB 0x%llx", r, w, (unsigned long long)OP_CB,
                         signame(sig), (unsigned long long)v);
             }
             /* SLWPCB into register r, LWP enabled */
@@ -1039,8 +1039,8 @@ static void test_cb_operands(void)
                 uint64_t want = i == r ? OP_CB : in.r[i];
 
                 if (io.r[i] != want) {
-                    op_fail(b, "SLWPCB r%u W=%u: expected r%u = %#llx, got "
-                            "%#llx", r, w, i, (unsigned long long)want,
+                    op_fail(b, "SLWPCB r%u W=%u: expected r%u = 0x%llx, got "
+                            "0x%llx", r, w, i, (unsigned long long)want,
                             (unsigned long long)io.r[i]);
                     break;
                 }
@@ -1178,7 +1178,7 @@ static void *map_fixed(uint64_t addr, size_t size, int prot)
                    MAP_NORESERVE, -1, 0);
 
     if (p != (void *)(uintptr_t)addr) {
-        fprintf(stderr, "mmap at %#llx failed\n", (unsigned long long)addr);
+        fprintf(stderr, "mmap at 0x%llx failed\n", (unsigned long long)addr);
         exit(2);
     }
     return p;
