@@ -14,6 +14,7 @@
 #define LWP_ENGINE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "lwp/lwp-arch.h"
@@ -269,6 +270,27 @@ bool lwp_xsave(const LwpState *s, uint8_t *area);
  * check disables LWP.  Returns whether LWP is enabled afterwards.
  */
 bool lwp_xrstor(LwpState *s, const LwpContext *ctx, const uint8_t *area);
+
+/*
+ * Disassembly of LLWPCB, SLWPCB, LWPINS and LWPVAL (spec 5.1-5.4) for
+ * QEMU's "-d in_asm", where the capstone library does not know them.
+ *
+ * @code holds @size bytes from the start of an instruction in a
+ * protected-mode code segment of @mode_bits (16, 32 or 64).  Returns the
+ * instruction's length (prefixes included) and fills @insn when the bytes
+ * are an LWP instruction the CPU executes rather than rejects with #UD;
+ * 0 when they are anything else; -1 when @size bytes are too few to tell.
+ * The operands are in AT&T order and in the notation capstone uses for
+ * everything else: "$imm, r/m32, reg" for LWPINS and LWPVAL, numbers in
+ * decimal up to 9 and in hex above, a zero displacement left out.
+ */
+typedef struct LwpDisasInsn {
+    char mnemonic[8];
+    char op_str[80];
+} LwpDisasInsn;
+
+int lwp_disas(const uint8_t *code, size_t size, unsigned mode_bits,
+              LwpDisasInsn *insn);
 
 #ifdef __cplusplus
 }

@@ -143,9 +143,9 @@ static void test_max_without_lwp(void)
 }
 
 /*
- * -cpu max,+lwp reports what the implementation supports so far: LwpAvail,
- * no event yet, so EBX describes an LWPCB without an event area
- * (LwpCbSize 0x10, LwpEventSize 0x20, LwpMaxEvents 0, LwpEventOffset 0x80)
+ * -cpu max,+lwp reports what the implementation supports so far: LwpAvail
+ * and LwpVAL (event 1), so EBX describes an LWPCB with one event slot
+ * (LwpCbSize 0x11, LwpEventSize 0x20, LwpMaxEvents 1, LwpEventOffset 0x80)
  * and ECX is LwpVersion 1, LwpMinBufferSize 1.
  */
 static void test_max_with_lwp(void)
@@ -154,8 +154,8 @@ static void test_max_with_lwp(void)
 
     g_assert_cmphex(w.ext3_ecx & (1u << 15), ==, 1u << 15);
     g_assert_cmphex(w.xcr0_hi & (1u << 30), ==, 1u << 30);
-    g_assert_cmphex(w.edx, ==, 0x00000001);
-    g_assert_cmphex(w.ebx, ==, 0x80002010);
+    g_assert_cmphex(w.edx, ==, 0x00000003);
+    g_assert_cmphex(w.ebx, ==, 0x80012011);
     g_assert_cmphex(w.ecx, ==, 0x00010200);
     g_assert_cmphex(w.xlevel, >=, LWP_LEAF);
 }

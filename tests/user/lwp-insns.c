@@ -29,8 +29,8 @@
  *     resumes at the flushed head (5.1 notes).
  *
  * The LWPVAL checks need VAL to be available (CPUID 8000_001C EAX[1]):
- * run.sh runs this program with -cpu max,+lwp,+lwp-val, Opteron_G4,+lwp
- * and max,+lwp (where LWPVAL must do nothing).
+ * run.sh runs this program with -cpu max,+lwp, Opteron_G4,+lwp and
+ * max,+lwp,-lwp-val (where LWPVAL must do nothing).
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */

@@ -52,10 +52,12 @@ for cpu in Opteron_G4 Opteron_G5; do
 done
 # XCR0 bit 62 set at start, next to x87/SSE/AVX (Opteron_G4 has no PKRU)
 expect "Opteron_G4 XCR0" "Opteron_G4,+lwp" "XCR0: 4000000000000007"
-# -cpu max,+lwp: LwpAvail only so far (docs/implementation-choices.md)
+# -cpu max,+lwp: LwpAvail and VAL so far (docs/implementation-choices.md):
+# one event, so LwpCbSize 0x11 and LwpMaxEvents 1 (spec 3.3)
 expect "max,+lwp" "max,+lwp" \
     "LWP supported (CPUID 8000_0001 ECX[15]): 1" \
-    "CPUID 8000_001C: EAX=00000001 EBX=80002010 ECX=00010200 EDX=00000001"
+    "CPUID 8000_001C: EAX=00000003 EBX=80012011 ECX=00010200 EDX=00000003" \
+    "available: avail val"
 # LWP is opt-in
 expect "max" "max" "LWP supported (CPUID 8000_0001 ECX[15]): 0"
 expect "Opteron_G4 without lwp" "Opteron_G4" \
@@ -100,8 +102,8 @@ run_prog() {
 # XOP encodings: with LWP (spec table), without LWP (all #UD); and the
 # host's objdump on the same bytes (nothing executed, no emulator)
 if has xop-encoding; then
-    run_prog xop-encoding "xop-encoding max,+lwp,+lwp-val" \
-        "$qemu" -cpu max,+lwp,+lwp-val "$out/xop-encoding"
+    run_prog xop-encoding "xop-encoding max,+lwp" \
+        "$qemu" -cpu max,+lwp "$out/xop-encoding"
     run_prog xop-encoding "xop-encoding max" \
         "$qemu" -cpu max "$out/xop-encoding"
     if command -v objdump >/dev/null; then
@@ -111,13 +113,17 @@ if has xop-encoding; then
         echo "SKIP: objdump not installed: encoding cross-check not run"
     fi
 fi
-# VAL is available with +lwp-val and in the Family 15h profile; with plain
-# max,+lwp it is not, and LWPVAL must do nothing
-for cpu in max,+lwp,+lwp-val Opteron_G4,+lwp max,+lwp; do
+# VAL is available in max,+lwp and in the Family 15h profile; with
+# -lwp-val it is not, and LWPVAL must do nothing
+for cpu in max,+lwp Opteron_G4,+lwp max,+lwp,-lwp-val; do
     has lwp-insns && run_prog lwp-insns "lwp-insns $cpu" \
         "$qemu" -cpu "$cpu" "$out/lwp-insns"
 done
-for cpu in max,+lwp,+lwp-val max,+lwp; do
+# -d in_asm names the LWP instructions as objdump does (capstone alone
+# does not know them)
+has lwp-insns && run_prog in-asm-check "in-asm-check max,+lwp" \
+    python3 "$here/in-asm-check.py" "$qemu" max,+lwp "$out/lwp-insns"
+for cpu in max,+lwp max,+lwp,-lwp-val; do
     has lwp-faults && run_prog lwp-faults "lwp-faults $cpu" \
         "$qemu" -cpu "$cpu" "$out/lwp-faults"
 done
