@@ -8,8 +8,8 @@
  * which holds the local APIC, uncached), enter long mode and call
  * main(magic, mbi).
  *
- * Also here: the 256 interrupt entry stubs, which all funnel into
- * do_handle_exception(), and the CPL3 trampolines of run_in_user().
+ * Also here: the 256 interrupt entry stubs (cstart.inc), which all funnel
+ * into do_handle_exception(), and the CPL3 trampolines of run_in_user().
  *
  * Modelled on kvm-unit-tests x86/cstart64.S.
  *
@@ -17,9 +17,8 @@
  */
 
 #include "desc.h"
+#include "cstart.inc"
 
-#define MB_MAGIC        0x1badb002
-#define MB_FLAGS        0
 #define MSR_EFER        0xc0000080
 #define EFER_LME        (1 << 8)
 #define CR0_PE          (1 << 0)
@@ -33,20 +32,13 @@
 #define PTE_PCD         (1 << 4)
 #define PTE_PS          (1 << 7)
 
-/* Vectors with a CPU-pushed error code: 8, 10-14, 17, 21, 29, 30 */
-#define ERRCODE_MASK    0x60227d00
-
-    .section .multiboot, "a"
-    .align 4
-    .long MB_MAGIC
-    .long MB_FLAGS
-    .long -(MB_MAGIC + MB_FLAGS)
+    multiboot_header
 
     .text
     .code32
     .globl start
 start:
-    lgdt gdt64_desc
+    lgdt gdt_desc
     mov $KERNEL_DS, %ecx
     mov %ecx, %ds
     mov %ecx, %es
@@ -120,30 +112,7 @@ start64:
  * ex_regs (desc.h) and calls do_handle_exception(regs).  isr_table[N]
  * holds the address of stub N.
  */
-    .pushsection .rodata
-    .align 8
-    .globl isr_table
-isr_table:
-    .popsection
-
-isr_vec = 0
-    .rept 256
-    .align 16
-1:
-    has_err = 0
-    .if isr_vec < 32
-    has_err = (ERRCODE_MASK >> isr_vec) & 1
-    .endif
-    .if has_err == 0
-    pushq $0
-    .endif
-    pushq $isr_vec
-    jmp isr_common
-    .pushsection .rodata
-    .quad 1b
-    .popsection
-    isr_vec = isr_vec + 1
-    .endr
+    isr_stubs
 
 isr_common:
     push %rax
@@ -236,19 +205,19 @@ user_return:                    /* void user_return(long ret), CPL0 */
 
     .data
     .align 16
-    .globl gdt64
-gdt64:
+    .globl gdt
+gdt:
     .quad 0                     /* null */
     .quad 0x00af9a000000ffff    /* KERNEL_CS: 64-bit code, DPL0 */
     .quad 0x00cf92000000ffff    /* KERNEL_DS: data, DPL0 */
     .quad 0x00cff2000000ffff    /* USER_DS: data, DPL3 */
     .quad 0x00affa000000ffff    /* USER_CS: 64-bit code, DPL3 */
     .quad 0, 0                  /* TSS_SEL: filled in by setup_desc() */
-gdt64_end:
+gdt_end:
 
-gdt64_desc:
-    .word gdt64_end - gdt64 - 1
-    .quad gdt64
+gdt_desc:
+    .word gdt_end - gdt - 1
+    .quad gdt
 
     .bss
     .align 4096

@@ -1,6 +1,6 @@
 /*
- * Segments, interrupt vectors and the exception frame of the test kernel.
- * Included by cstart64.S as well.
+ * Segments, interrupt vectors and the exception frame of the test kernels
+ * (64-bit and 32-bit builds).  Included by the .S files as well.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -12,6 +12,14 @@
 #define USER_DS         0x1b    /* GDT entry 3, RPL 3 */
 #define USER_CS         0x23    /* GDT entry 4, RPL 3 */
 #define TSS_SEL         0x28
+#define X86_EFLAGS_VM   0x20000
+
+/*
+ * The 32-bit kernel's GDT has NR_TEST_SEGS more entries after its TSS,
+ * TEST_SEL(0) to TEST_SEL(NR_TEST_SEGS - 1), for the tests to fill in.
+ */
+#define NR_TEST_SEGS    4
+#define TEST_SEL(n)     (0x30 + 8 * (n))
 
 #define DE_VECTOR       0
 #define UD_VECTOR       6
@@ -27,23 +35,44 @@
 #ifndef __ASSEMBLER__
 #include "libcflat.h"
 
-/* The stack built by the CPU and isr_common, lowest address first */
+/*
+ * The stack built by the CPU and isr_common, lowest address first.  The
+ * register names are those of the 64-bit kernel in both builds, as in
+ * kvm-unit-tests.
+ */
+#ifdef __x86_64__
 struct ex_regs {
-    u64 r15, r14, r13, r12, r11, r10, r9, r8;
-    u64 rbp, rdi, rsi, rdx, rcx, rbx, rax;
-    u64 vector, error_code;
-    u64 rip, cs, rflags, rsp, ss;
+    unsigned long r15, r14, r13, r12, r11, r10, r9, r8;
+    unsigned long rbp, rdi, rsi, rdx, rcx, rbx, rax;
+    unsigned long vector, error_code;
+    unsigned long rip, cs, rflags, rsp, ss;
 };
+
+#define ASM_TRY_CLEAR   "movl $0, exception_vec(%%rip)\n\t"
+#define ASM_PTR         ".quad"
+#else
+struct ex_regs {
+    unsigned long es, ds;
+    unsigned long rdi, rsi, rbp, esp_unused, rbx, rdx, rcx, rax;
+    unsigned long vector, error_code;
+    unsigned long rip, cs, rflags;
+    unsigned long rsp, ss;              /* from CPL3 or virtual-8086 mode */
+    unsigned long v86_es, v86_ds, v86_fs, v86_gs;   /* virtual-8086 mode */
+};
+
+#define ASM_TRY_CLEAR   "movl $0, %%ss:exception_vec\n\t"
+#define ASM_PTR         ".long"
+#endif
 
 typedef void (*handler_fn)(struct ex_regs *regs);
 
-/* Defined by cstart64.S and kernel.ld */
+/* Defined by cstart64.S or cstart32.S, and kernel.ld */
 struct ex_table_entry {
-    u64 rip, fixup;
+    unsigned long rip, fixup;
 };
 
-extern const u64 isr_table[256];
-extern u64 gdt64[];
+extern const unsigned long isr_table[256];
+extern u64 gdt[];
 extern char entry_stack_top[];
 extern const struct ex_table_entry __ex_table_start[], __ex_table_end[];
 void user_return(long ret) __attribute__((noreturn));
@@ -55,15 +84,18 @@ void handle_irq(unsigned vector, handler_fn fn);
 /*
  * Exception fixup: ASM_TRY(catch) records the address of the instruction
  * that follows it in the exception table; if that instruction faults, the
- * handler stores the vector in exception_vec and resumes at the label
- * "catch".  Works at CPL0 and CPL3.
+ * handler stores the vector in exception_vec, the error code in
+ * exception_error_code and resumes at the label "catch".  Works at CPL0
+ * and CPL3.  The 32-bit kernel clears exception_vec through SS, so that
+ * ASM_TRY also works while a test has loaded DS with a segment of its own.
  */
 extern volatile unsigned exception_vec;
+extern volatile unsigned long exception_error_code;     /* volatile: ditto */
 
 #define ASM_TRY(catch)                                  \
-    "movl $0, exception_vec(%%rip)\n\t"                 \
+    ASM_TRY_CLEAR                                       \
     ".pushsection .ex_table, \"a\"\n\t"                 \
-    ".quad 1111f, " catch "\n\t"                        \
+    ASM_PTR " 1111f, " catch "\n\t"                     \
     ".popsection\n\t"                                   \
     "1111:"
 
@@ -88,6 +120,17 @@ static inline unsigned exception_vector(void)
  * not covered by ASM_TRY ended it.  fn must not do I/O (no printf).
  */
 int run_in_user(void (*fn)(void *), void *arg);
+
+/* The frame of the exception that ended the CPL3 or virtual-8086 code */
+extern struct ex_regs user_ex_regs;
+
+/*
+ * 32-bit kernel only: enter virtual-8086 mode at cs:ip with the stack at
+ * ss:sp, DS = ES = FS = GS = cs, IOPL 0 and interrupts disabled.  The code
+ * comes back only through an exception: the result is USER_EXCEPTION |
+ * vector, and user_ex_regs holds the exception's frame.
+ */
+int run_in_vm86(u16 cs, u16 ip, u16 ss, u16 sp);
 #endif
 
 #endif

@@ -86,6 +86,24 @@ static void out_char(struct outbuf *o, char c)
     o->len++;
 }
 
+/*
+ * *v /= base (at most 16); returns the remainder.  Only 32-bit divisions,
+ * so that the 32-bit kernel needs no libgcc.
+ */
+static unsigned div_u64_rem(u64 *v, unsigned base)
+{
+    u32 hi = *v >> 32, lo = *v, rem, mid, low;
+
+    rem = hi % base;
+    hi /= base;
+    mid = (rem << 16 | lo >> 16) / base;
+    rem = (rem << 16 | lo >> 16) % base;
+    low = (rem << 16 | (lo & 0xffff)) / base;
+    rem = (rem << 16 | (lo & 0xffff)) % base;
+    *v = (u64)hi << 32 | mid << 16 | low;
+    return rem;
+}
+
 static void out_num(struct outbuf *o, u64 v, unsigned base, bool neg,
                     int width, char pad)
 {
@@ -93,8 +111,7 @@ static void out_num(struct outbuf *o, u64 v, unsigned base, bool neg,
     int n = 0;
 
     do {
-        tmp[n++] = "0123456789abcdef"[v % base];
-        v /= base;
+        tmp[n++] = "0123456789abcdef"[div_u64_rem(&v, base)];
     } while (v);
     if (neg) {
         if (pad == '0') {
@@ -111,6 +128,11 @@ static void out_num(struct outbuf *o, u64 v, unsigned base, bool neg,
         out_char(o, tmp[--n]);
     }
 }
+
+/* Argument of a %d (@sign) or %u/%x conversion with @longs 'l's */
+#define NUM_ARG(ap, longs, sign)                                        \
+    ((longs) > 1 ? (u64)va_arg(ap, sign long long) :                    \
+     (longs) ? (u64)va_arg(ap, sign long) : (u64)va_arg(ap, sign int))
 
 /* %d %i %u %x %p %s %c %%, 'l'/'ll' sizes, width with optional 0 padding */
 int vsnprintf(char *buf, size_t size, const char *fmt, va_list ap)
@@ -141,12 +163,13 @@ int vsnprintf(char *buf, size_t size, const char *fmt, va_list ap)
         switch (*fmt) {
         case 'd':
         case 'i':
-            v = longs ? (u64)va_arg(ap, long) : (u64)(long)va_arg(ap, int);
-            out_num(&o, (long)v < 0 ? -v : v, 10, (long)v < 0, width, pad);
+            v = NUM_ARG(ap, longs, signed);
+            out_num(&o, (long long)v < 0 ? -v : v, 10, (long long)v < 0,
+                    width, pad);
             break;
         case 'u':
         case 'x':
-            v = longs ? va_arg(ap, unsigned long) : va_arg(ap, unsigned);
+            v = NUM_ARG(ap, longs, unsigned);
             out_num(&o, v, *fmt == 'u' ? 10 : 16, false, width, pad);
             break;
         case 'p':
@@ -321,6 +344,23 @@ bool cmdline_get(const char *key, char *val, size_t size)
     return false;
 }
 
+/* Index in @names of the value of "key=value", or -1 */
+int cmdline_choice(const char *key, const char *const *names, int n)
+{
+    char val[32];
+    int i;
+
+    if (!cmdline_get(key, val, sizeof(val))) {
+        return -1;
+    }
+    for (i = 0; i < n; i++) {
+        if (!strcmp(val, names[i])) {
+            return i;
+        }
+    }
+    return -1;
+}
+
 /* ---- exit ---- */
 
 /* isa-debug-exit: QEMU exits with status (code << 1) | 1 */
@@ -339,6 +379,11 @@ void abort(void)
 
 /* ---- IDT, TSS, exceptions ---- */
 
+/*
+ * The 64-bit and the 32-bit IDT gate and TSS.  TSS_SLOTS is the number of
+ * GDT entries the TSS descriptor takes.
+ */
+#ifdef __x86_64__
 struct idt_entry {
     u16 offset0;
     u16 selector;
@@ -349,7 +394,7 @@ struct idt_entry {
     u32 reserved;
 } __attribute__((packed));
 
-struct tss64 {
+struct tss {
     u32 reserved0;
     u64 rsp[3];
     u64 reserved1;
@@ -359,23 +404,52 @@ struct tss64 {
     u16 iomap_base;
 } __attribute__((packed));
 
-/* Set by the exception handler, read after the guarded instruction */
+#define TSS_SLOTS       2
+#define TSS_SET_STACK(t, top)   ((t)->rsp[0] = (top))
+#define IDT_SET_HIGH(e, addr)   ((e)->offset2 = (addr) >> 32)
+#else
+struct idt_entry {
+    u16 offset0;
+    u16 selector;
+    u8 ist;                             /* reserved, 0 */
+    u8 type_attr;
+    u16 offset1;
+} __attribute__((packed));
+
+struct tss {
+    u32 link;
+    u32 esp0, ss0;
+    u32 unused[22];                     /* no hardware task switches */
+    u16 trap;
+    u16 iomap_base;
+} __attribute__((packed));
+
+#define TSS_SLOTS       1
+#define TSS_SET_STACK(t, top)   ((t)->esp0 = (top), (t)->ss0 = KERNEL_DS)
+#define IDT_SET_HIGH(e, addr)   ((void)(addr))
+#endif
+
+/*
+ * Set by the exception handler, read after the guarded instruction; the
+ * frame that ended the CPL3 or virtual-8086 code
+ */
 volatile unsigned exception_vec;
+volatile unsigned long exception_error_code;    /* volatile: as above */
+struct ex_regs user_ex_regs;
 static struct idt_entry idt[256] __attribute__((aligned(16)));
-static struct tss64 tss __attribute__((aligned(16)));
+static struct tss tss __attribute__((aligned(16)));
 static handler_fn handlers[256];
 
-static void set_idt_entry(int vec, u64 addr, int dpl)
+static void set_idt_entry(int vec, unsigned long addr, int dpl)
 {
     struct idt_entry *e = &idt[vec];
 
+    memset(e, 0, sizeof(*e));
     e->offset0 = addr;
     e->selector = KERNEL_CS;
-    e->ist = 0;
-    e->type_attr = 0x8e | (dpl << 5);   /* present, 64-bit interrupt gate */
+    e->type_attr = 0x8e | (dpl << 5);   /* present, interrupt gate */
     e->offset1 = addr >> 16;
-    e->offset2 = addr >> 32;
-    e->reserved = 0;
+    IDT_SET_HIGH(e, addr);
 }
 
 static void user_ret_handler(struct ex_regs *regs)
@@ -388,13 +462,13 @@ static void user_ret_handler(struct ex_regs *regs)
     user_return(0);
 }
 
-/* IDT with all 256 stubs, TSS (RSP0 for CPL3 exceptions), 8259s masked */
+/* IDT with all 256 stubs, TSS (stack for CPL3 exceptions), 8259s masked */
 void setup_desc(void)
 {
     u64 base = (uintptr_t)&tss, limit = sizeof(tss) - 1;
     struct {
         u16 limit;
-        u64 base;
+        unsigned long base;
     } __attribute__((packed)) idtr = { sizeof(idt) - 1, (uintptr_t)idt };
     int i;
 
@@ -404,13 +478,15 @@ void setup_desc(void)
     asm volatile("lidt %0" : : "m"(idtr));
     handle_irq(USER_RET_VECTOR, user_ret_handler);
 
-    tss.rsp[0] = (uintptr_t)entry_stack_top;
+    TSS_SET_STACK(&tss, (uintptr_t)entry_stack_top);
     tss.iomap_base = sizeof(tss);       /* no I/O bitmap */
-    gdt64[TSS_SEL / 8] = (limit & 0xffff) | (base & 0xffffff) << 16 |
-                         0x89ull << 40 |        /* present, 64-bit TSS */
-                         ((limit >> 16) & 0xf) << 48 |
-                         ((base >> 24) & 0xff) << 56;
-    gdt64[TSS_SEL / 8 + 1] = base >> 32;
+    gdt[TSS_SEL / 8] = (limit & 0xffff) | (base & 0xffffff) << 16 |
+                       0x89ull << 40 |          /* present, available TSS */
+                       ((limit >> 16) & 0xf) << 48 |
+                       ((base >> 24) & 0xff) << 56;
+    if (TSS_SLOTS == 2) {
+        gdt[TSS_SEL / 8 + 1] = base >> 32;
+    }
     asm volatile("ltr %w0" : : "r"(TSS_SEL));
 
     /* Mask the 8259s: the BIOS left the timer IRQ0 at vector 8 (#DF) */
@@ -426,7 +502,7 @@ void handle_irq(unsigned vector, handler_fn fn)
 void do_handle_exception(struct ex_regs *regs)
 {
     const struct ex_table_entry *e;
-    u64 cr2;
+    bool vm86 = regs->rflags & X86_EFLAGS_VM;
 
     if (handlers[regs->vector]) {
         handlers[regs->vector](regs);
@@ -435,24 +511,41 @@ void do_handle_exception(struct ex_regs *regs)
     if (regs->vector == SPURIOUS_VECTOR) {
         return;
     }
-    if (regs->vector < 32) {
+    if (regs->vector < 32 && !vm86) {
         for (e = __ex_table_start; e < __ex_table_end; e++) {
             if (e->rip == regs->rip) {
                 exception_vec = regs->vector;
+                exception_error_code = regs->error_code;
                 regs->rip = e->fixup;
                 return;
             }
         }
     }
-    if ((regs->cs & 3) == 3) {
-        printf("run_in_user: CPL3 code ended by vector %lu at rip %lx\n",
-               regs->vector, regs->rip);
+    if ((regs->cs & 3) == 3 || vm86) {
+        printf("run_in_user: %s code ended by vector %lu at %lx:%lx\n",
+               vm86 ? "virtual-8086" : "CPL3", regs->vector, regs->cs,
+               regs->rip);
+        user_ex_regs = *regs;
         user_return(USER_EXCEPTION | regs->vector);
     }
-    asm volatile("mov %%cr2, %0" : "=r"(cr2));
     printf("ABORT: unexpected vector %lu at rip %016lx, error code %lx, "
-           "cr2 %lx\n", regs->vector, regs->rip, regs->error_code, cr2);
+           "cr2 %lx\n", regs->vector, regs->rip, regs->error_code,
+           read_cr2());
     abort();
+}
+
+/* ---- CPU set-up ---- */
+
+/* Set CR4.OSXSAVE if CPUID says XSAVE; false if it does not */
+bool enable_osxsave(void)
+{
+    if (!(cpuid(1).c & X86_FEATURE_XSAVE)) {
+        return false;
+    }
+    /* Says where we were if the MOV to CR4 never completes */
+    printf("info: CPUID.1:ECX.XSAVE = 1, setting CR4.OSXSAVE\n");
+    write_cr4(read_cr4() | X86_CR4_OSXSAVE);
+    return true;
 }
 
 /* ---- local APIC ---- */

@@ -40,6 +40,7 @@ int report_summary(void);
 
 void setup_cmdline(u32 magic, u32 mbi);
 bool cmdline_get(const char *key, char *val, size_t size);
+int cmdline_choice(const char *key, const char *const *names, int n);
 
 void exit(int code) __attribute__((noreturn));
 void abort(void) __attribute__((noreturn));

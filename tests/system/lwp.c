@@ -54,17 +54,6 @@ static struct cpuid lwp_cpuid(void)
     return cpuid(0x80000000).a >= LWP_LEAF ? cpuid(LWP_LEAF) : zero;
 }
 
-static bool enable_osxsave(void)
-{
-    if (!(cpuid(1).c & X86_FEATURE_XSAVE)) {
-        return false;
-    }
-    /* Says where we were if the MOV to CR4 never completes */
-    printf("info: CPUID.1:ECX.XSAVE = 1, setting CR4.OSXSAVE\n");
-    write_cr4(read_cr4() | X86_CR4_OSXSAVE);
-    return true;
-}
-
 /* ---- harness self-tests ---- */
 
 /* Incremented by the interrupt handler while the test waits */
@@ -502,19 +491,10 @@ static void test_lwp_user(u32 edx)
 
 static bool parse_config(void)
 {
-    char name[16];
-    unsigned i;
+    int i = cmdline_choice("config", config_names, ARRAY_SIZE(config_names));
 
-    if (!cmdline_get("config", name, sizeof(name))) {
-        return false;
-    }
-    for (i = 0; i < ARRAY_SIZE(config_names); i++) {
-        if (!strcmp(name, config_names[i])) {
-            config = i;
-            return true;
-        }
-    }
-    return false;
+    config = i;
+    return i >= 0;
 }
 
 int main(u32 magic, u32 mbi)

@@ -14,10 +14,15 @@
 #include "libcflat.h"
 #include "desc.h"
 
+#define X86_CR0_PE          BIT(0)
+#define X86_CR0_PG          BIT(31)
+#define X86_CR4_PSE         BIT(4)
 #define X86_CR4_OSXSAVE     BIT(18)
 #define X86_FEATURE_XSAVE   BIT(26)     /* CPUID.1:ECX */
 
 #define MSR_EFER            0xc0000080
+#define EFER_LME            BIT(8)
+#define EFER_LMA            BIT(10)
 #define MSR_IA32_APICBASE   0x0000001b
 #define APICBASE_ENABLE     BIT(11)
 #define APICBASE_X2APIC     BIT(10)
@@ -53,22 +58,48 @@ static inline struct cpuid cpuid(u32 leaf)
     return cpuid_indexed(leaf, 0);
 }
 
-static inline u64 read_cr4(void)
+static inline unsigned long read_cr0(void)
 {
-    u64 val;
+    unsigned long val;
+
+    asm volatile("mov %%cr0, %0" : "=r"(val));
+    return val;
+}
+
+static inline void write_cr0(unsigned long val)
+{
+    asm volatile("mov %0, %%cr0" : : "r"(val) : "memory");
+}
+
+static inline unsigned long read_cr2(void)
+{
+    unsigned long val;
+
+    asm volatile("mov %%cr2, %0" : "=r"(val));
+    return val;
+}
+
+static inline void write_cr3(unsigned long val)
+{
+    asm volatile("mov %0, %%cr3" : : "r"(val) : "memory");
+}
+
+static inline unsigned long read_cr4(void)
+{
+    unsigned long val;
 
     asm volatile("mov %%cr4, %0" : "=r"(val));
     return val;
 }
 
-static inline void write_cr4(u64 val)
+static inline void write_cr4(unsigned long val)
 {
     asm volatile("mov %0, %%cr4" : : "r"(val) : "memory");
 }
 
-static inline u64 read_cs(void)
+static inline unsigned long read_cs(void)
 {
-    u64 val;
+    unsigned long val;
 
     asm volatile("mov %%cs, %0" : "=r"(val));
     return val;
@@ -178,5 +209,6 @@ static inline void apic_write(u32 reg, u32 val)
 }
 
 void enable_apic(void);
+bool enable_osxsave(void);
 
 #endif

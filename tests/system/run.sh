@@ -1,14 +1,16 @@
 #!/bin/bash
 #
-# Build the system-mode test kernel and boot it once per CPU configuration.
+# Build the system-mode test kernels and boot each once per CPU
+# configuration.
 #
 #   tests/system/run.sh QEMU_SYSTEM_BINARY
 #
-# The kernel is built in build/tests-system/ (or $TESTS_SYSTEM_BUILD).
+# The kernels are built in build/tests-system/ (or $TESTS_SYSTEM_BUILD).
 # Prints each boot's serial output, then one line
 # "system: N passed, N failed", where "failed" counts FAIL lines plus
 # boots that crashed, timed out or ended without a SUMMARY line.
-# Exits 0 only when everything passed.
+# Exits 0 only when everything passed.  QEMU_DATADIR, when set, is passed
+# as -L (for a copy of the binary that cannot find its firmware).
 #
 # SPDX-License-Identifier: GPL-2.0-or-later
 
@@ -22,12 +24,16 @@ qemu=$1
 src=$(cd "$(dirname "$0")" && pwd)
 build=${TESTS_SYSTEM_BUILD:-$(cd "$src/../.." && pwd)/build/tests-system}
 
-# config=NAME (what the kernel expects)  -cpu model
+# kernel  config=NAME (what the kernel expects)  -cpu model.  tests.elf
+# runs in long mode, tests32.elf in legacy protected mode.
 configs=(
-    "nolwp max"
-    "g4    Opteron_G4,+lwp"
-    "g5    Opteron_G5,+lwp"
-    "max   max,+lwp"
+    "tests.elf   nolwp max"
+    "tests.elf   g4    Opteron_G4,+lwp"
+    "tests.elf   g5    Opteron_G5,+lwp"
+    "tests.elf   max   max,+lwp"
+    "tests32.elf nolwp max"
+    "tests32.elf g4    Opteron_G4,+lwp"
+    "tests32.elf max   max,+lwp"
 )
 
 if ! make -s -C "$src" O="$build"; then
@@ -36,15 +42,22 @@ if ! make -s -C "$src" O="$build"; then
     exit 1
 fi
 
+firmware=()
+if [ -n "${QEMU_DATADIR:-}" ]; then
+    firmware=(-L "$QEMU_DATADIR")
+fi
+
 passed=0
 failed=0
 for c in "${configs[@]}"; do
-    read -r name cpu <<<"$c"
-    echo "=== config=$name -cpu $cpu"
-    out=$(timeout 60 "$qemu" -M pc -nographic -serial stdio -monitor none \
+    read -r kernel name cpu <<<"$c"
+    boot="$kernel config=$name"
+    echo "=== $boot -cpu $cpu"
+    out=$(timeout 60 "$qemu" "${firmware[@]}" -M pc -nographic \
+              -serial stdio -monitor none \
               -device isa-debug-exit,iobase=0xf4,iosize=0x4 \
               -accel tcg -no-reboot -cpu "$cpu" \
-              -kernel "$build/tests.elf" -append "config=$name" \
+              -kernel "$build/$kernel" -append "config=$name" \
               2>&1 </dev/null)
     status=$?
     # drop SeaBIOS's terminal escapes
@@ -58,14 +71,14 @@ for c in "${configs[@]}"; do
     # isa-debug-exit: exit(0) gives status 1, exit(1) gives status 3
     if [ "$fail" -eq 0 ]; then want=1; else want=3; fi
     if [ $status -eq 124 ]; then
-        echo "BOOT FAILED: config=$name timed out after 60 s"
+        echo "BOOT FAILED: $boot timed out after 60 s"
         failed=$((failed + 1))
     elif ! grep -q '^SUMMARY: ' <<<"$out"; then
-        echo "BOOT FAILED: config=$name printed no SUMMARY" \
+        echo "BOOT FAILED: $boot printed no SUMMARY" \
              "(exit status $status)"
         failed=$((failed + 1))
     elif [ $status -ne $want ]; then
-        echo "BOOT FAILED: config=$name exit status $status, expected $want"
+        echo "BOOT FAILED: $boot exit status $status, expected $want"
         failed=$((failed + 1))
     fi
 done

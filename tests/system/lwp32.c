@@ -1,0 +1,1416 @@
+/*
+ * System-mode tests of the AMD Lightweight Profiling (LWP) instructions in
+ * legacy mode: 32-bit protected mode with EFER.LMA = 0, paging off (the
+ * last tests turn on 2-level paging), plus virtual-8086 mode and CPL3.
+ *
+ * Expected values come from the AMD LWP specification (43724 rev 3.08,
+ * sections 3, 5, 6 and 7), from the AMD64 architecture's XOP prefix rules
+ * and from docs/implementation-choices.md where the spec leaves a choice
+ * (rows 14, 21, 25, 29-31, 34 and 35); they are never read back from the
+ * emulator.  The instructions are raw bytes (lwp32.h).  The command line
+ * word config=NAME says which CPU model QEMU was started with:
+ *
+ *   nolwp  -cpu max             LWP absent
+ *   g4     -cpu Opteron_G4,+lwp
+ *   max    -cpu max,+lwp
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#include "libcflat.h"
+#include "desc.h"
+#include "processor.h"
+#include "lwp32.h"
+
+#define MSR_LWP_CFG         0xc0000105
+#define MSR_LWP_CBADDR      0xc0000106
+#define LWP_LEAF            0x8000001c
+#define CPUID_EXT3_LWP      BIT(15)             /* CPUID 0x80000001 ECX */
+#define XSTATE_X87_SSE      0x3ull
+#define XSTATE_LWP          BIT_ULL(62)
+
+/* LWPCB.Flags and LWP_CFG feature bits (Figure 6-2, Table 3-1) */
+#define LWP_VAL             BIT(1)
+#define LWP_IRE             BIT(2)
+#define LWP_CFG_COREID(x)   ((u64)(x) << 32)
+#define CORE_ID             0xa7
+
+#define EVENT_VAL           1                   /* LWPVAL record */
+#define EVENT_INS           0xff                /* LWPINS record */
+#define RECORD_SIZE         32                  /* LwpEventSize */
+#define EVENT_OFFSET        0x80                /* LwpEventOffset */
+
+#define X86_EFLAGS_CF       BIT(0)
+
+/* GDT access bytes (present, DPL0) of the test segments */
+#define SEG_DATA_RW         0x92
+#define SEG_DATA_RO         0x90
+#define SEG_DATA_RW_DOWN    0x96
+#define SEG_CODE_RX         0x9a
+#define SEG_DPL3            0x60
+
+/* Virtual-8086 mode code and stack: VM86_SEG:0 and VM86_SEG:VM86_SP */
+#define VM86_SEG            0x2000
+#define VM86_SP             0xf000
+
+/* Conventional memory for a 16-bit SS-relative operand (SS base 0) */
+#define LOW_SCRATCH         0x7000
+
+/* LWPCB (Table 6-1) with LwpEventOffset 0x80 */
+struct lwpcb {
+    u32 flags;
+    u32 buffer_size;                    /* Random in bits 31:28 */
+    u64 buffer_base;
+    u32 head;
+    u32 reserved20;
+    u64 missed_events;
+    u32 threshold;
+    u32 filters;
+    u64 base_ip;
+    u64 limit_ip;
+    u64 reserved56;
+    u32 tail;
+    u32 reserved68;
+    u8 software[16];
+    u8 reserved88[EVENT_OFFSET - 88];
+    struct {
+        u32 interval;
+        u32 counter;
+    } event[6];                         /* EventId 1-6 */
+};
+
+/* Event record (Figures 2-2 and 2-8) */
+struct lwp_record {
+    u8 event_id;
+    u8 core_id;
+    u16 flags;
+    u32 data1;
+    u64 ip;
+    u64 data2;
+    u64 reserved;
+};
+
+_Static_assert(sizeof(struct lwp_record) == RECORD_SIZE, "record size");
+_Static_assert(__builtin_offsetof(struct lwpcb, tail) == 64, "LWPCB");
+_Static_assert(__builtin_offsetof(struct lwpcb, event) == EVENT_OFFSET,
+               "LWPCB");
+_Static_assert(__builtin_offsetof(struct insn_regs, eflags) == R_EFLAGS,
+               "insn_regs");
+
+enum config { CONFIG_NOLWP, CONFIG_G4, CONFIG_MAX };
+
+static const char *const config_names[] = { "nolwp", "g4", "max" };
+static enum config config;
+
+/*
+ * The LWPCBs, rings and memory operands live in the arena, at offsets the
+ * tests choose; segment bases are set relative to it.
+ */
+#define ARENA_SIZE          0x40000
+static u8 arena[ARENA_SIZE] __attribute__((aligned(4096)));
+
+/* The LWPCB and ring of run_one(), at flat (DS base 0) addresses */
+#define CB0                 0x0000
+#define RING0               0x1000
+/* Memory operands of the memory operand tests */
+#define DATA                0x8000
+
+/* From CPUID 0x8000001C: LwpCbSize * 8 and the minimum ring size */
+static u32 cb_bytes, ring_size;
+
+static u32 lin(const void *p)
+{
+    return (uintptr_t)p;
+}
+
+static u8 *at(u32 off)
+{
+    return arena + off;
+}
+
+static struct lwpcb *cb_at(u32 off)
+{
+    return (struct lwpcb *)at(off);
+}
+
+static struct lwp_record *rec_at(u32 off)
+{
+    return (struct lwp_record *)at(off);
+}
+
+static void put32(u32 linear, u32 val)
+{
+    *(u32 *)(uintptr_t)linear = val;
+}
+
+/* ---- segments ---- */
+
+/* GDT entry @sel; @limit in bytes, or in 4 KiB units with @gran */
+static void set_seg(u16 sel, u32 base, u32 limit, u8 access, bool big,
+                    bool gran)
+{
+    gdt[sel / 8] = (limit & 0xffff) | (u64)(base & 0xffffff) << 16 |
+                   (u64)access << 40 | (u64)((limit >> 16) & 0xf) << 48 |
+                   (u64)(big ? 0x4 : 0) << 52 | (u64)(gran ? 0x8 : 0) << 52 |
+                   (u64)(base >> 24) << 56;
+}
+
+/* Base @base, limit 4 GiB - 1 */
+static void set_based_seg(u16 sel, u32 base, u8 access)
+{
+    set_seg(sel, base, 0xfffff, access, true, true);
+}
+
+/* ---- running the instructions ---- */
+
+static void init_regs(struct insn_regs *r, u16 seg)
+{
+    memset(r, 0, sizeof(*r));
+    r->ds = r->es = r->fs = r->gs = seg;
+}
+
+/* LLWPCB EAX = @ea with DS = @ds; the vector */
+static int llwpcb(u32 ea, u16 ds)
+{
+    struct insn_regs r;
+
+    init_regs(&r, KERNEL_DS);
+    r.eax = ea;
+    r.ds = ds;
+    return run_insn(llwpcb_eax, &r);
+}
+
+/* SLWPCB EAX with DS = @ds; EAX, or 0xdeadbeef after an exception */
+static u32 slwpcb(u16 ds)
+{
+    struct insn_regs r;
+
+    init_regs(&r, KERNEL_DS);
+    r.eax = 0xdeadbeef;
+    r.ds = ds;
+    return run_insn(slwpcb_eax, &r) ? 0xdeadbeef : r.eax;
+}
+
+static u64 cbaddr(void)
+{
+    u64 val = ~0ull;
+
+    rdmsr_safe(MSR_LWP_CBADDR, &val);
+    return val;
+}
+
+/* Stop LWP without a flush (spec 4.3) */
+static void lwp_stop(void)
+{
+    wrmsr(MSR_LWP_CBADDR, 0);
+}
+
+/*
+ * A valid LWPCB at @linear: ring at effective address @ring, ring_size
+ * bytes, @flags, LWPVAL interval 0 and counter 0, everything else 0.
+ */
+static struct lwpcb *put_lwpcb(u32 linear, u64 ring, u32 flags)
+{
+    struct lwpcb *cb = (struct lwpcb *)(uintptr_t)linear;
+
+    memset(cb, 0, sizeof(*cb));
+    cb->flags = flags;
+    cb->buffer_size = ring_size;
+    cb->buffer_base = ring;
+    return cb;
+}
+
+/*
+ * Load a fresh LWPCB (CB0, ring at RING0, VAL enabled, LWPVAL interval 0),
+ * run @insn with @r, flush with SLWPCB and stop.  Returns the vector of
+ * @insn; the records are at RING0, the head in cb_at(CB0)->head.
+ */
+static int run_one(const u8 *insn, struct insn_regs *r)
+{
+    int vec;
+
+    put_lwpcb(lin(at(CB0)), lin(at(RING0)), LWP_VAL);
+    memset(at(RING0), 0, ring_size);
+    if (llwpcb(lin(at(CB0)), KERNEL_DS)) {
+        printf("ABORT: LLWPCB of a valid LWPCB faulted\n");
+        abort();
+    }
+    vec = run_insn(insn, r);
+    slwpcb(KERNEL_DS);
+    llwpcb(0, KERNEL_DS);
+    return vec;
+}
+
+/* run_one(@insn, @r): expect one record with these Data1 and Data2 */
+static void check_insn(const char *what, const u8 *insn, u8 id,
+                       struct insn_regs *r, u32 data1, u32 data2)
+{
+    const struct lwp_record *rec = rec_at(RING0);
+    int vec = run_one(insn, r);
+    u32 head = cb_at(CB0)->head;
+
+    report(!vec && head == RECORD_SIZE && rec->event_id == id &&
+           rec->data1 == data1 && rec->data2 == data2 &&
+           rec->ip == lin(insn) && rec->flags == (u16)LWP_IMM &&
+           rec->core_id == CORE_ID,
+           "%s - expect one record: EventId %u, Data1 %08x, Data2 %08x, "
+           "IP %08x (got vector %d, head %u, EventId %u, Data1 %08x, "
+           "Data2 %llx, IP %llx, Flags %x, CoreId %x)",
+           what, id, data1, data2, lin(insn), vec, head, rec->event_id,
+           rec->data1, rec->data2, rec->ip, rec->flags, rec->core_id);
+}
+
+/* Run @insn; expect #UD */
+static void check_ud(const char *what, const u8 *insn)
+{
+    struct insn_regs r;
+    int vec;
+
+    init_regs(&r, KERNEL_DS);
+    vec = run_insn(insn, &r);
+    report(vec == UD_VECTOR, "%s - expect #UD (got vector %d)", what, vec);
+}
+
+/* ---- set-up ---- */
+
+static void test_mode(void)
+{
+    unsigned long cr0 = read_cr0();
+    u64 efer = 0;
+    int vec = rdmsr_safe(MSR_EFER, &efer);
+
+    report_prefix_push("mode");
+    report((cr0 & X86_CR0_PE) && !(cr0 & X86_CR0_PG),
+           "CR0 - expect PE = 1, PG = 0 (got %lx)", cr0);
+    report(!vec && !(efer & (EFER_LME | EFER_LMA)),
+           "EFER - expect LME = LMA = 0 (got vector %d, %llx)", vec, efer);
+    report_prefix_pop();
+}
+
+/* CPUID, XCR0[62] and LWP_CFG as an OS sets them up (spec 3, 4) */
+static bool setup_lwp(void)
+{
+    struct cpuid r;
+    u64 cfg = LWP_VAL | LWP_CFG_COREID(CORE_ID);
+    int vec;
+
+    report_prefix_push("setup");
+    report(cpuid(0x80000001).c & CPUID_EXT3_LWP,
+           "CPUID 0x80000001 ECX[15] (LWP) - expect 1");
+    if (!enable_osxsave()) {
+        report(false, "CPUID.1:ECX.XSAVE - expect 1, LWP requires XSAVE");
+        report_prefix_pop();
+        return false;
+    }
+    vec = xsetbv_safe(0, XSTATE_X87_SSE | XSTATE_LWP);
+    report(!vec, "XSETBV(0, 0x3 | 1<<62) - expect accepted (got vector %d)",
+           vec);
+    r = cpuid(LWP_LEAF);
+    report(r.d & LWP_VAL, "0x8000001C EDX[1] LwpVAL - expect 1 (got EDX %x)",
+           r.d);
+    vec = wrmsr_safe(MSR_LWP_CFG, cfg);
+    report(!vec, "WRMSR(LWP_CFG, %llx) - expect accepted (got vector %d)",
+           cfg, vec);
+    report_prefix_pop();
+    report((r.b >> 24) == EVENT_OFFSET && ((r.b >> 8) & 0xff) == RECORD_SIZE,
+           "0x8000001C EBX - expect LwpEventOffset 0x80, LwpEventSize 32 "
+           "(got %x)", r.b);
+    if (vec || (r.b >> 24) != EVENT_OFFSET ||
+        ((r.b >> 8) & 0xff) != RECORD_SIZE) {
+        printf("info: LWP cannot be set up, instruction tests skipped\n");
+        return false;
+    }
+    cb_bytes = (r.b & 0xff) * 8;
+    ring_size = ((r.c >> 16) & 0xff) * 32 * RECORD_SIZE;
+    if (ring_size < RECORD_SIZE) {
+        ring_size = RECORD_SIZE;        /* row 32 */
+    }
+    printf("info: LwpCbSize %u bytes, minimum ring %u bytes\n", cb_bytes,
+           ring_size);
+    return true;
+}
+
+/* ---- 1: LLWPCB, SLWPCB, LWPINS, LWPVAL ---- */
+
+static void test_disabled(void)
+{
+    struct insn_regs r;
+    u32 ea = slwpcb(KERNEL_DS);
+    int vec;
+
+    report(ea == 0, "SLWPCB, LWP disabled - expect 0 (got %x)", ea);
+    memset(at(RING0), 0, ring_size);
+    init_regs(&r, KERNEL_DS);
+    vec = run_insn(lwpins_ecx, &r);
+    report(!vec && !(r.eflags & X86_EFLAGS_CF) && !rec_at(RING0)->event_id,
+           "LWPINS, LWP disabled - expect CF = 0, nothing stored (got "
+           "vector %d, EFLAGS %x)", vec, r.eflags);
+    vec = run_insn(lwpval_ecx, &r);
+    report(!vec, "LWPVAL, LWP disabled - expect no effect (got vector %d)",
+           vec);
+}
+
+static void test_llwpcb_lwpins(void)
+{
+    struct lwpcb *cb = put_lwpcb(lin(at(CB0)), lin(at(RING0)),
+                                 LWP_VAL | LWP_IRE);
+    const struct lwp_record *rec = rec_at(RING0);
+    u32 nr = ring_size / RECORD_SIZE, last = (nr - 1) * RECORD_SIZE;
+    u32 i, ea, ncf = 0;
+    struct insn_regs r;
+    int vec;
+
+    memset(at(RING0), 0, ring_size);
+    vec = llwpcb(lin(cb), KERNEL_DS);
+    report(!vec, "LLWPCB of a valid LWPCB - expect no exception (got %d)",
+           vec);
+    report(cbaddr() == lin(cb), "LWP_CBADDR - expect the LWPCB's linear "
+           "address %x (got %llx)", lin(cb), cbaddr());
+    report(cb->flags == LWP_VAL, "LWPCB.Flags after LLWPCB - expect VAL | "
+           "IRE AND LWP_CFG = %x (got %x)", LWP_VAL, cb->flags);
+    ea = slwpcb(KERNEL_DS);
+    report(ea == lin(cb), "SLWPCB - expect %x (got %x)", lin(cb), ea);
+
+    init_regs(&r, KERNEL_DS);
+    r.ecx = 0x13572468;
+    r.edx = 0x89abcdef;
+    vec = run_insn(lwpins_ecx, &r);
+    report(!vec && !(r.eflags & X86_EFLAGS_CF),
+           "LWPINS EDX, ECX, imm32 - expect CF = 0 (got vector %d, EFLAGS "
+           "%x)", vec, r.eflags);
+    report(r.ecx == 0x13572468 && r.edx == 0x89abcdef,
+           "LWPINS - expect ECX, EDX unchanged (got %x, %x)", r.ecx, r.edx);
+    slwpcb(KERNEL_DS);
+    report(cb->head == RECORD_SIZE, "BufferHeadOffset after SLWPCB - expect "
+           "32 (got %u)", cb->head);
+    report(rec->event_id == EVENT_INS, "record EventId - expect 255 (got %u)",
+           rec->event_id);
+    report(rec->core_id == CORE_ID, "record CoreId - expect LWP_CFG[39:32] "
+           "= %x (got %x)", CORE_ID, rec->core_id);
+    report(rec->flags == (u16)LWP_IMM, "record Flags - expect imm32[15:0] = "
+           "%x (got %x)", (u16)LWP_IMM, rec->flags);
+    report(rec->data1 == 0x13572468, "record Data1 - expect ECX = 13572468 "
+           "(got %x)", rec->data1);
+    report(rec->ip == lin(lwpins_ecx), "record InstructionAddress - expect "
+           "the LWPINS's EIP %x (got %llx)", lin(lwpins_ecx), rec->ip);
+    report(rec->data2 == 0x89abcdef, "record Data2 - expect EDX zero-"
+           "extended = 89abcdef (got %llx)", rec->data2);
+    report(rec->reserved == 0, "record bytes 31-24 - expect 0 (got %llx)",
+           rec->reserved);
+
+    /* Fill the ring: the last slot is the one the full buffer rewrites */
+    for (i = 1; i < nr - 1; i++) {
+        r.ecx = i;
+        vec |= run_insn(lwpins_ecx, &r);
+        ncf += r.eflags & X86_EFLAGS_CF;
+    }
+    report(!vec && !ncf, "LWPINS 2 to %u of %u slots - expect CF = 0 every "
+           "time (got vector %d, CF = 1 %u times)", nr - 1, nr, vec, ncf);
+    r.ecx = 0x11111111;
+    vec = run_insn(lwpins_ecx, &r);
+    slwpcb(KERNEL_DS);
+    report(!vec && (r.eflags & X86_EFLAGS_CF), "LWPINS with the ring full - "
+           "expect CF = 1 (got vector %d, EFLAGS %x)", vec, r.eflags);
+    report(cb->missed_events == 1 && cb->head == last, "ring full - expect "
+           "MissedEvents 1, head %u (got %llu, %u)", last, cb->missed_events,
+           cb->head);
+    r.ecx = 0x22222222;
+    run_insn(lwpins_ecx, &r);
+    slwpcb(KERNEL_DS);
+    report((r.eflags & X86_EFLAGS_CF) && cb->missed_events == 2 &&
+           cb->head == last && rec_at(RING0 + last)->data1 == 0x22222222,
+           "LWPINS again - expect CF = 1, MissedEvents 2, head %u, the last "
+           "slot rewritten with Data1 22222222 (got EFLAGS %x, %llu, %u, %x)",
+           last, r.eflags, cb->missed_events, cb->head,
+           rec_at(RING0 + last)->data1);
+    report(rec_at(RING0 + last - RECORD_SIZE)->data1 == nr - 2,
+           "record before the last slot - expect Data1 %x kept (got %x)",
+           nr - 2, rec_at(RING0 + last - RECORD_SIZE)->data1);
+
+    /* The consumer frees two slots: the head wraps to 0 (spec 8.3) */
+    cb->tail = 2 * RECORD_SIZE;
+    r.ecx = 0x33333333;
+    run_insn(lwpins_ecx, &r);
+    slwpcb(KERNEL_DS);
+    report(!(r.eflags & X86_EFLAGS_CF) && cb->head == 0 &&
+           cb->missed_events == 2 &&
+           rec_at(RING0 + last)->data1 == 0x33333333,
+           "LWPINS after BufferTailOffset = 64 - expect CF = 0, head wraps "
+           "to 0, MissedEvents 2 (got EFLAGS %x, head %u, %llu, Data1 %x)",
+           r.eflags, cb->head, cb->missed_events,
+           rec_at(RING0 + last)->data1);
+
+    vec = llwpcb(0, KERNEL_DS);
+    report(!vec && cbaddr() == 0 && slwpcb(KERNEL_DS) == 0,
+           "LLWPCB 0 - expect LWP disabled: LWP_CBADDR 0, SLWPCB 0 (got "
+           "vector %d, %llx)", vec, cbaddr());
+}
+
+static void test_lwpval(void)
+{
+    struct lwpcb *cb = put_lwpcb(lin(at(CB0)), lin(at(RING0)), LWP_VAL);
+    const struct lwp_record *rec = rec_at(RING0);
+    struct insn_regs r;
+    u32 i;
+    int vec;
+
+    memset(at(RING0), 0, ring_size);
+    llwpcb(lin(cb), KERNEL_DS);
+    init_regs(&r, KERNEL_DS);
+    r.edx = 0xfedcba98;
+    for (i = 0; i < 3; i++) {
+        r.ecx = 0x5000 + i;
+        vec = run_insn(lwpval_ecx, &r);
+        report(!vec && (r.eflags & X86_EFLAGS_CF), "LWPVAL %u, interval 0 "
+               "- expect no exception, flags unchanged (got vector %d, "
+               "EFLAGS %x)", i, vec, r.eflags);
+    }
+    slwpcb(KERNEL_DS);
+    report(cb->head == 3 * RECORD_SIZE, "3 LWPVALs with EventInterval1 0 - "
+           "expect 3 records (got head %u)", cb->head);
+    report(rec->event_id == EVENT_VAL && rec->core_id == CORE_ID &&
+           rec->flags == (u16)LWP_IMM && rec->data1 == 0x5000 &&
+           rec->ip == lin(lwpval_ecx) && rec->data2 == 0xfedcba98 &&
+           rec->reserved == 0,
+           "LWPVAL record - expect EventId 1, CoreId %x, Flags %x, Data1 "
+           "5000, IP %x, Data2 fedcba98 (got %u, %x, %x, %x, %llx, %llx)",
+           CORE_ID, (u16)LWP_IMM, lin(lwpval_ecx), rec->event_id,
+           rec->core_id, rec->flags, rec->data1, rec->ip, rec->data2);
+    report(rec_at(RING0 + 64)->data1 == 0x5002, "third LWPVAL record - "
+           "expect Data1 5002 (got %x)", rec_at(RING0 + 64)->data1);
+    llwpcb(0, KERNEL_DS);
+
+    /* Interval 2: a record every third LWPVAL, the first at once */
+    put_lwpcb(lin(cb), lin(at(RING0)), LWP_VAL)->event[0].interval = 2;
+    memset(at(RING0), 0, ring_size);
+    llwpcb(lin(cb), KERNEL_DS);
+    for (i = 0; i < 7; i++) {
+        r.ecx = i;
+        run_insn(lwpval_ecx, &r);
+    }
+    slwpcb(KERNEL_DS);
+    report(cb->head == 3 * RECORD_SIZE && rec_at(RING0)->data1 == 0 &&
+           rec_at(RING0 + 32)->data1 == 3 && rec_at(RING0 + 64)->data1 == 6,
+           "7 LWPVALs, EventInterval1 2, EventCounter1 0 - expect records "
+           "of the 1st, 4th and 7th (got head %u, Data1 %x %x %x)", cb->head,
+           rec_at(RING0)->data1, rec_at(RING0 + 32)->data1,
+           rec_at(RING0 + 64)->data1);
+    llwpcb(0, KERNEL_DS);
+
+    /* Table 6-1: a negative EventInterval1 becomes 0, written back */
+    put_lwpcb(lin(cb), lin(at(RING0)), LWP_VAL)->event[0].interval = ~0u;
+    llwpcb(lin(cb), KERNEL_DS);
+    report(cb->event[0].interval == 0, "EventInterval1 -1 - expect LLWPCB to "
+           "store 0 (got %x)", cb->event[0].interval);
+    llwpcb(0, KERNEL_DS);
+
+    /* VAL not enabled in Flags: LWPVAL does nothing (5.3) */
+    put_lwpcb(lin(cb), lin(at(RING0)), 0);
+    llwpcb(lin(cb), KERNEL_DS);
+    run_insn(lwpval_ecx, &r);
+    slwpcb(KERNEL_DS);
+    report(cb->head == 0, "LWPVAL with Flags.VAL = 0 - expect no record (got "
+           "head %u)", cb->head);
+    llwpcb(0, KERNEL_DS);
+}
+
+/* ---- 2, 3: the vvvv, W and R/X/B fields in legacy mode ---- */
+
+static void test_fields(void)
+{
+    struct insn_regs r;
+    u32 cb = lin(at(CB0));
+    int vec;
+
+    report_prefix_push("fields");
+    /* 5.1, 5.2: vvvv must be 1111b, all four bits */
+    put_lwpcb(cb, lin(at(RING0)), LWP_VAL);
+    init_regs(&r, KERNEL_DS);
+    r.eax = cb;
+    vec = run_insn(llwpcb_vvvv0111, &r);
+    report(vec == UD_VECTOR && cbaddr() == 0, "LLWPCB with vvvv' = 0111b "
+           "(8F E9 38 12 C0) - expect #UD, LWP still disabled (got vector "
+           "%d, LWP_CBADDR %llx)", vec, cbaddr());
+    lwp_stop();
+    vec = run_insn(llwpcb_vvvv1110, &r);
+    report(vec == UD_VECTOR && cbaddr() == 0, "LLWPCB with vvvv' = 1110b "
+           "(8F E9 70 12 C0) - expect #UD, LWP still disabled (got vector "
+           "%d, LWP_CBADDR %llx)", vec, cbaddr());
+    lwp_stop();
+    llwpcb(cb, KERNEL_DS);
+    r.eax = 0x12345678;
+    vec = run_insn(slwpcb_vvvv0111, &r);
+    report(vec == UD_VECTOR && r.eax == 0x12345678, "SLWPCB with vvvv' = "
+           "0111b (8F E9 38 12 C8) - expect #UD, EAX unchanged (got vector "
+           "%d, %x)", vec, r.eax);
+    vec = run_insn(slwpcb_vvvv1110, &r);
+    report(vec == UD_VECTOR && r.eax == 0x12345678, "SLWPCB with vvvv' = "
+           "1110b (8F E9 70 12 C8) - expect #UD, EAX unchanged (got vector "
+           "%d, %x)", vec, r.eax);
+    llwpcb(0, KERNEL_DS);
+    r.eax = cb;
+    vec = run_insn(llwpcb_mem, &r);
+    report(vec == UD_VECTOR && cbaddr() == 0, "LLWPCB with mod = 00b - "
+           "expect #UD (got vector %d)", vec);
+    lwp_stop();
+    check_ud("SLWPCB with mod = 00b", slwpcb_mem);
+
+    /* LWPINS, LWPVAL: the top bit of vvvv does not exist in legacy mode */
+    init_regs(&r, KERNEL_DS);
+    r.eax = 0xaaaa0000;
+    r.ecx = 0xc0c0c0c0;
+    r.edx = 0xdddd1234;
+    check_insn("LWPINS vvvv' = 0101b (8F EA 28): Data2 from EDX",
+               lwpins_vvvv0101, EVENT_INS, &r, 0xc0c0c0c0, 0xdddd1234);
+    check_insn("LWPVAL vvvv' = 0101b (8F EA 28): Data2 from EDX",
+               lwpval_vvvv0101, EVENT_VAL, &r, 0xc0c0c0c0, 0xdddd1234);
+    check_insn("LWPINS vvvv' = 1111b (8F EA 78): Data2 from EAX",
+               lwpins_vvvv1111, EVENT_INS, &r, 0xc0c0c0c0, 0xaaaa0000);
+    check_insn("LWPINS vvvv' = 0111b (8F EA 38): Data2 from EAX",
+               lwpins_vvvv0111, EVENT_INS, &r, 0xc0c0c0c0, 0xaaaa0000);
+
+    /* W = 1 does not select 64 bits outside 64-bit mode */
+    init_regs(&r, KERNEL_DS);
+    r.eax = cb;
+    put_lwpcb(cb, lin(at(RING0)), LWP_VAL);
+    vec = run_insn(llwpcb_w1, &r);
+    report(!vec && cbaddr() == cb, "LLWPCB with W = 1 (8F E9 F8) - expect "
+           "LWPCB %x loaded (got vector %d, LWP_CBADDR %llx)", cb, vec,
+           cbaddr());
+    r.eax = 0x5555aaaa;
+    vec = run_insn(slwpcb_w1, &r);
+    report(!vec && r.eax == cb, "SLWPCB with W = 1 - expect EAX = %x (got "
+           "vector %d, %x)", cb, vec, r.eax);
+    llwpcb(0, KERNEL_DS);
+    init_regs(&r, KERNEL_DS);
+    r.ecx = 0x0badf00d;
+    r.edx = 0xf0000001;
+    check_insn("LWPINS with W = 1: 32-bit Data2",
+               lwpins_w1, EVENT_INS, &r, 0x0badf00d, 0xf0000001);
+    check_insn("LWPVAL with W = 1: 32-bit Data2",
+               lwpval_w1, EVENT_VAL, &r, 0x0badf00d, 0xf0000001);
+
+    /* R, X, B are ignored outside 64-bit mode */
+    init_regs(&r, KERNEL_DS);
+    r.eax = 0x600d600d;
+    r.ebx = cb;
+    put_lwpcb(cb, lin(at(RING0)), LWP_VAL);
+    vec = run_insn(llwpcb_rxb000, &r);
+    report(!vec && cbaddr() == cb, "LLWPCB EBX with R'X'B' = 000 (8F 09) - "
+           "expect LWPCB %x from EBX (got vector %d, LWP_CBADDR %llx)", cb,
+           vec, cbaddr());
+    r.ebx = 0;
+    vec = run_insn(slwpcb_rxb000, &r);
+    report(!vec && r.ebx == cb && r.eax == 0x600d600d, "SLWPCB EBX with "
+           "R'X'B' = 000 - expect EBX = %x, EAX unchanged (got vector %d, "
+           "%x, %x)", cb, vec, r.ebx, r.eax);
+    llwpcb(0, KERNEL_DS);
+    init_regs(&r, KERNEL_DS);
+    r.ecx = 0x1c1c1c1c;
+    r.edx = 0x2d2d2d2d;
+    check_insn("LWPINS with R'X'B' = 000 (8F 0A): Data1 from ECX",
+               lwpins_rxb000, EVENT_INS, &r, 0x1c1c1c1c, 0x2d2d2d2d);
+    check_insn("LWPVAL with R'X'B' = 000 (8F 0A): Data1 from ECX",
+               lwpval_rxb000, EVENT_VAL, &r, 0x1c1c1c1c, 0x2d2d2d2d);
+    r.ebx = lin(at(DATA));
+    r.esi = 5;
+    put32(lin(at(DATA + 20)), 0x3e3e3e3e);
+    check_insn("LWPINS [EBX + ESI * 4] with R'X'B' = 000",
+               lwpins_rxb000_sib, EVENT_INS, &r, 0x3e3e3e3e, 0x2d2d2d2d);
+    report_prefix_pop();
+}
+
+/* ---- XOP prefix rules ---- */
+
+/*
+ * 8F with a map field below 8 stays POP: here it pops the word on top of
+ * run_insn()'s stack, the GS it saved (KERNEL_DS).
+ */
+static void check_pop(void)
+{
+    struct insn_regs r;
+    int vec;
+
+    init_regs(&r, KERNEL_DS);
+    r.eax = 0xffffffff;
+    vec = run_insn(pop_eax, &r);
+    report(!vec && (r.eax & 0xffff) == KERNEL_DS, "8F C0 - expect POP EAX "
+           "of the saved GS %x (got vector %d, EAX %x)", KERNEL_DS, vec,
+           r.eax);
+}
+
+static void test_prefixes(void)
+{
+    report_prefix_push("xop");
+    /* AMD64 APM vol. 3, VEX/XOP rules: XOP after 66h, F2h, F3h, LOCK: #UD */
+    check_ud("66h LLWPCB", llwpcb_p66);
+    check_ud("66h LWPINS", lwpins_p66);
+    check_ud("F2h LWPINS", lwpins_pf2);
+    check_ud("F3h LWPINS", lwpins_pf3);
+    check_ud("LOCK LWPINS", lwpins_lock);
+    /* 5.1-5.4: L = 0, pp = 00b; map 9 opcode 12h defines /0 and /1 only */
+    check_ud("LLWPCB with L = 1 (8F E9 7C)", llwpcb_l1);
+    check_ud("LLWPCB with pp = 01b (8F E9 79)", llwpcb_pp01);
+    check_ud("LWPINS with L = 1 (8F EA 6C)", lwpins_l1);
+    check_ud("LWPINS with pp = 01b (8F EA 69)", lwpins_pp01);
+    check_ud("XOP map 9 opcode 12h /2 (8F E9 78 12 D0)", xop9_12_reg2);
+
+    check_pop();
+    report_prefix_pop();
+}
+
+/* ---- 4: DS base, limit and type ---- */
+
+/* DS = @sel, LLWPCB @ea: expect #GP(0) and LWP disabled */
+static void check_llwpcb_gp(const char *what, u32 ea, u16 sel)
+{
+    int vec;
+
+    llwpcb(lin(at(CB0)), KERNEL_DS);        /* LWP enabled before */
+    vec = llwpcb(ea, sel);
+    report(vec == GP_VECTOR && exception_error_code == 0 && cbaddr() == 0,
+           "%s - expect #GP(0), LWP left disabled (got vector %d, error "
+           "code %lx, LWP_CBADDR %llx)", what, vec,
+           vec ? exception_error_code : 0, cbaddr());
+    lwp_stop();
+}
+
+/* DS = @sel, LLWPCB @ea: expect the LWPCB at linear @linear loaded */
+static void check_llwpcb_ok(const char *what, u32 ea, u16 sel, u32 linear)
+{
+    int vec = llwpcb(ea, sel);
+
+    report(!vec && cbaddr() == linear, "%s - expect LWPCB at linear %x "
+           "loaded (got vector %d, LWP_CBADDR %llx)", what, linear, vec,
+           cbaddr());
+    lwp_stop();
+}
+
+static void test_ds_base(void)
+{
+    const u32 base = 0x10000, sel = TEST_SEL(0);
+    u32 cb = lin(at(0x20000)), ring = lin(at(0x21000));
+    u32 decoy = cb - base, decoy_ring = ring - base, ea;
+    struct insn_regs r;
+    int vec;
+
+    /* The same LWPCB at linear cb and at linear cb - base */
+    set_based_seg(sel, base, SEG_DATA_RW);
+    put_lwpcb(cb, ring - base, LWP_VAL | LWP_IRE);
+    put_lwpcb(decoy, ring - base, LWP_VAL | LWP_IRE);
+    memset(at(0x21000), 0, ring_size);
+    memset(at(0x11000), 0, ring_size);
+    vec = llwpcb(cb - base, sel);
+    report(!vec && cbaddr() == cb, "DS.base %x, LLWPCB %x - expect LWPCB at "
+           "DS.base + EA = %x (got vector %d, LWP_CBADDR %llx)", base,
+           cb - base, cb, vec, cbaddr());
+    report(((struct lwpcb *)cb)->flags == LWP_VAL &&
+           ((struct lwpcb *)decoy)->flags == (LWP_VAL | LWP_IRE),
+           "Flags written back at DS.base + EA only - expect %x there, %x "
+           "at EA (got %x, %x)", LWP_VAL, LWP_VAL | LWP_IRE,
+           ((struct lwpcb *)cb)->flags, ((struct lwpcb *)decoy)->flags);
+    ea = slwpcb(sel);
+    report(ea == cb - base, "SLWPCB with DS.base %x - expect the effective "
+           "address %x (got %x)", base, cb - base, ea);
+    ea = slwpcb(KERNEL_DS);
+    report(ea == cb, "SLWPCB with DS.base 0 - expect %x (got %x)", cb, ea);
+    set_based_seg(TEST_SEL(1), 0xfff00000, SEG_DATA_RW);
+    ea = slwpcb(TEST_SEL(1));
+    report(ea == cb + 0x100000, "SLWPCB with DS.base fff00000 - expect "
+           "(linear - DS.base) mod 2^32 = %x (got %x)", cb + 0x100000, ea);
+    init_regs(&r, KERNEL_DS);
+    vec = run_insn(lwpins_ecx, &r);
+    report(!vec && rec_at(0x21000)->event_id == EVENT_INS &&
+           !((struct lwp_record *)decoy_ring)->event_id,
+           "LWPINS - expect the record at DS.base + BufferBase = %x (got "
+           "vector %d, EventId %u there, %u at BufferBase)", ring, vec,
+           rec_at(0x21000)->event_id,
+           ((struct lwp_record *)decoy_ring)->event_id);
+    llwpcb(0, KERNEL_DS);
+
+    /* Linear addresses are 32 bits: DS.base + EA wraps at 4 GiB */
+    set_based_seg(sel, 0xfff00000, SEG_DATA_RW);
+    put_lwpcb(cb, ring + 0x100000, LWP_VAL);
+    memset(at(0x21000), 0, ring_size);
+    vec = llwpcb(cb + 0x100000, sel);
+    report(!vec && cbaddr() == cb, "DS.base fff00000, LLWPCB %x - expect "
+           "LWPCB at linear %x (got vector %d, LWP_CBADDR %llx)",
+           cb + 0x100000, cb, vec, cbaddr());
+    ea = slwpcb(sel);
+    report(ea == cb + 0x100000, "SLWPCB with DS.base fff00000 - expect %x "
+           "(got %x)", cb + 0x100000, ea);
+    vec = run_insn(lwpins_ecx, &r);
+    report(!vec && rec_at(0x21000)->event_id == EVENT_INS,
+           "LWPINS - expect the record at linear %x (got vector %d, "
+           "EventId %u)", ring, vec, rec_at(0x21000)->event_id);
+    llwpcb(0, KERNEL_DS);
+}
+
+static void test_ds_limits(void)
+{
+    const u32 sel = TEST_SEL(0), b = lin(at(0x30000));
+    u32 lim;
+
+    put_lwpcb(lin(at(CB0)), lin(at(RING0)), LWP_VAL);
+
+    /* Byte-granular limit: ring at EA 0, LWPCB at EA 400h */
+    put_lwpcb(b + 0x400, 0, LWP_VAL);
+    lim = 0x400 + cb_bytes - 1;
+    set_seg(sel, b, lim, SEG_DATA_RW, true, false);
+    check_llwpcb_ok("DS.limit = end of the LWPCB (LwpCbSize * 8 bytes)",
+                    0x400, sel, b + 0x400);
+    set_seg(sel, b, lim - 1, SEG_DATA_RW, true, false);
+    check_llwpcb_gp("DS.limit one byte short of the LWPCB", 0x400, sel);
+
+    /* LWPCB at EA 40h, ring at EA 200h */
+    put_lwpcb(b + 0x40, 0x200, LWP_VAL);
+    lim = 0x200 + ring_size - 1;
+    set_seg(sel, b, lim, SEG_DATA_RW, true, false);
+    check_llwpcb_ok("DS.limit = end of the ring", 0x40, sel, b + 0x40);
+    set_seg(sel, b, lim - 1, SEG_DATA_RW, true, false);
+    check_llwpcb_gp("DS.limit one byte short of the ring", 0x40, sel);
+
+    /* Expand-down, B = 1, limit FFFh: offsets 1000h to FFFFFFFFh */
+    set_seg(sel, b - 0x1000, 0xfff, SEG_DATA_RW_DOWN, true, false);
+    put_lwpcb(b, 0x1800, LWP_VAL);
+    check_llwpcb_ok("expand-down DS, LWPCB at EA 1000h", 0x1000, sel, b);
+    put_lwpcb(b - 8, 0x1800, LWP_VAL);
+    check_llwpcb_gp("expand-down DS, LWPCB at EA FF8h", 0xff8, sel);
+    put_lwpcb(b, 0xe00, LWP_VAL);
+    check_llwpcb_gp("expand-down DS, ring at EA E00h", 0x1000, sel);
+
+    /* Expand-down, B = 0: offsets 1000h to FFFFh */
+    set_seg(sel, b - 0x1000, 0xfff, SEG_DATA_RW_DOWN, false, false);
+    put_lwpcb(b, 0x10000 - ring_size, LWP_VAL);
+    check_llwpcb_ok("expand-down 16-bit DS, ring ending at FFFFh", 0x1000,
+                    sel, b);
+    put_lwpcb(b, 0x10000 - ring_size + RECORD_SIZE, LWP_VAL);
+    check_llwpcb_gp("expand-down 16-bit DS, ring past FFFFh", 0x1000, sel);
+
+    /* Row 31: the range must not pass 4 GiB - 1 (base b + 2000h) */
+    set_based_seg(sel, b + 0x2000, SEG_DATA_RW);
+    put_lwpcb(b + 0x2000 - cb_bytes, 0xffffe000, LWP_VAL);
+    check_llwpcb_ok("LWPCB ending at EA FFFFFFFFh", -cb_bytes, sel,
+                    b + 0x2000 - cb_bytes);
+    put_lwpcb(b + 0x2000 - cb_bytes + 1, 0xffffe000, LWP_VAL);
+    check_llwpcb_gp("LWPCB ending at EA 100000000h", -cb_bytes + 1, sel);
+    put_lwpcb(b + 0x800, -ring_size + RECORD_SIZE, LWP_VAL);
+    check_llwpcb_gp("ring ending past EA FFFFFFFFh", 0xffffe800, sel);
+    put_lwpcb(b + 0x800, -ring_size, LWP_VAL);
+    check_llwpcb_ok("ring ending at EA FFFFFFFFh", 0xffffe800, sel,
+                    b + 0x800);
+
+    /* 5.1: a ring below the minimum size */
+    if (ring_size > RECORD_SIZE) {
+        put_lwpcb(b, lin(at(RING0)), LWP_VAL)->buffer_size -= RECORD_SIZE;
+        check_llwpcb_gp("BufferSize 32 below 32 * LwpMinBufferSize records",
+                        b, KERNEL_DS);
+    }
+
+    /* Spec 6: BufferBase[63:32] must be 0 outside 64-bit mode */
+    put_lwpcb(b, BIT_ULL(32) | lin(at(RING0)), LWP_VAL);
+    check_llwpcb_gp("BufferBase with bit 32 set", b, KERNEL_DS);
+
+    /* Row 31: DS must be usable and writable */
+    put_lwpcb(b, lin(at(RING0)), LWP_VAL);
+    set_based_seg(sel, 0, SEG_DATA_RO);
+    check_llwpcb_gp("read-only DS", b, sel);
+    set_based_seg(sel, 0, SEG_CODE_RX);
+    check_llwpcb_gp("DS = readable code segment", b, sel);
+    check_llwpcb_gp("null DS", b, 0);
+}
+
+/* ---- 5: memory operands ---- */
+
+static void test_mem_operands(void)
+{
+    const u32 d = lin(at(DATA)), based = TEST_SEL(0);
+    struct insn_regs r;
+
+    report_prefix_push("operands");
+    init_regs(&r, KERNEL_DS);
+    r.edx = 0xeeee0001;
+
+    r.ebx = d;
+    put32(d + 0x10, 0xd0000010);
+    check_insn("LWPINS [EBX + 10h]",
+               lwpins_ebx_d8, EVENT_INS, &r, 0xd0000010, r.edx);
+    check_insn("LWPVAL [EBX + 10h]",
+               lwpval_ebx_d8, EVENT_VAL, &r, 0xd0000010, r.edx);
+
+    r.esi = 3;
+    put32(d + 12 + 0x100, 0xd000010c);
+    check_insn("LWPINS [EBX + ESI * 4 + 100h]",
+               lwpins_sib_d32, EVENT_INS, &r, 0xd000010c, r.edx);
+    check_insn("LWPVAL [EBX + ESI * 4 + 100h]",
+               lwpval_sib_d32, EVENT_VAL, &r, 0xd000010c, r.edx);
+
+    r.esi = (d - 0x100) / 8 + 2;
+    put32(d + 16, 0xd0000016);
+    check_insn("LWPINS [ESI * 8 + 100h]",
+               lwpins_sib_nobase, EVENT_INS, &r, 0xd0000016, r.edx);
+
+    /* DS.base = d: [100h] reads d + 100h */
+    set_based_seg(based, d, SEG_DATA_RW);
+    r.ds = based;
+    put32(d + 0x100, 0xd0000100);
+    check_insn("LWPINS [100h], DS.base = data",
+               lwpins_d32, EVENT_INS, &r, 0xd0000100, r.edx);
+
+    /* 16-bit addressing: the effective address is 16 bits */
+    r.ebx = 0xabcd0100;
+    r.esi = 0x12340020;
+    put32(d + 0x120, 0xd0000120);
+    check_insn("67h LWPINS [BX + SI], DS.base = data",
+               lwpins_a16_bx_si, EVENT_INS, &r, 0xd0000120, r.edx);
+    check_insn("67h LWPVAL [BX + SI], DS.base = data",
+               lwpval_a16_bx_si, EVENT_VAL, &r, 0xd0000120, r.edx);
+    put32(d + 0x130, 0xd0000130);
+    check_insn("67h LWPINS [BX + SI + 10h]",
+               lwpins_a16_bx_si_d8, EVENT_INS, &r, 0xd0000130, r.edx);
+    r.ebx = 0xfff0;
+    put32(d + 0x10, 0xd0000010);
+    put32(d + 0x10010, 0xd0010010);
+    check_insn("67h LWPINS [BX + SI], BX + SI = 10010h wraps to 10h",
+               lwpins_a16_bx_si, EVENT_INS, &r, 0xd0000010, r.edx);
+    check_insn("67h LWPINS [100h]",
+               lwpins_a16_d16, EVENT_INS, &r, 0xd0000100, r.edx);
+
+    /* [EBP + disp], [BP + DI + disp] use SS (base 0), not DS */
+    set_based_seg(based, 0x10000, SEG_DATA_RW);
+    r.ebp = d;
+    put32(d + 8, 0x55000008);
+    put32(d + 0x10000 + 8, 0xd5000008);
+    check_insn("LWPINS [EBP + 8] with DS.base 10000h: SS",
+               lwpins_ebp_d8, EVENT_INS, &r, 0x55000008, r.edx);
+    check_insn("LWPVAL [EBP + 8] with DS.base 10000h: SS",
+               lwpval_ebp_d8, EVENT_VAL, &r, 0x55000008, r.edx);
+    r.ebp = LOW_SCRATCH;
+    r.edi = 0x10;
+    put32(LOW_SCRATCH + 0x18, 0x55007018);
+    put32(0x10000 + LOW_SCRATCH + 0x18, 0xd5007018);
+    check_insn("67h LWPINS [BP + DI + 8] with DS.base 10000h: SS",
+               lwpins_a16_bp_di_d8, EVENT_INS, &r, 0x55007018, r.edx);
+    r.ebx = d + 0x50;
+    put32(d + 0x50, 0x55000050);
+    put32(d + 0x10000 + 0x50, 0xd5000050);
+    check_insn("LWPINS SS:[EBX] with DS.base 10000h",
+               lwpins_ss_ebx, EVENT_INS, &r, 0x55000050, r.edx);
+
+    /* Segment overrides: FS, ES, GS based at d + 1000h, 2000h, 3000h */
+    init_regs(&r, KERNEL_DS);
+    r.edx = 0xeeee0002;
+    set_based_seg(TEST_SEL(1), d + 0x1000, SEG_DATA_RW);
+    set_based_seg(TEST_SEL(2), d + 0x2000, SEG_DATA_RW);
+    set_based_seg(TEST_SEL(3), d + 0x3000, SEG_DATA_RW);
+    r.fs = TEST_SEL(1);
+    r.es = TEST_SEL(2);
+    r.gs = TEST_SEL(3);
+    r.ebx = 0x40;
+    put32(d + 0x1040, 0xf5001040);
+    put32(d + 0x2040, 0xe5002040);
+    check_insn("LWPINS FS:[EBX]",
+               lwpins_fs_ebx, EVENT_INS, &r, 0xf5001040, r.edx);
+    check_insn("LWPVAL FS:[EBX]",
+               lwpval_fs_ebx, EVENT_VAL, &r, 0xf5001040, r.edx);
+    check_insn("LWPINS ES:[EBX]",
+               lwpins_es_ebx, EVENT_INS, &r, 0xe5002040, r.edx);
+    r.ebx = 0x100;
+    r.esi = 0x20;
+    put32(d + 0x3120, 0x95003120);
+    check_insn("65h 67h LWPINS GS:[BX + SI]",
+               lwpins_gs_a16_bx_si, EVENT_INS, &r, 0x95003120, r.edx);
+    report_prefix_pop();
+}
+
+/* ---- 6: #UD while XCR0[62] = 0, or without LWP ---- */
+
+static void check_all_ud(const char *why)
+{
+    char what[80];
+
+    snprintf(what, sizeof(what), "LLWPCB, %s", why);
+    check_ud(what, llwpcb_eax);
+    snprintf(what, sizeof(what), "SLWPCB, %s", why);
+    check_ud(what, slwpcb_eax);
+    snprintf(what, sizeof(what), "LWPINS, %s", why);
+    check_ud(what, lwpins_ecx);
+    snprintf(what, sizeof(what), "LWPVAL, %s", why);
+    check_ud(what, lwpval_ecx);
+}
+
+static void test_xcr0(void)
+{
+    int vec = xsetbv_safe(0, XSTATE_X87_SSE);
+
+    report(!vec, "XSETBV(0, 0x3) - expect accepted (got vector %d)", vec);
+    check_all_ud("XCR0[62] = 0");
+    xsetbv_safe(0, XSTATE_X87_SSE | XSTATE_LWP);
+    vec = llwpcb(0, KERNEL_DS);
+    report(!vec, "LLWPCB 0 with XCR0[62] = 1 again - expect no exception "
+           "(got vector %d)", vec);
+}
+
+static void test_absent(void)
+{
+    int vec;
+
+    report_prefix_push("absent");
+    report(!(cpuid(0x80000001).c & CPUID_EXT3_LWP),
+           "CPUID 0x80000001 ECX[15] (LWP) - expect 0");
+    if (enable_osxsave()) {
+        vec = xsetbv_safe(0, XSTATE_X87_SSE);
+        report(!vec, "XSETBV(0, 0x3) - expect accepted (got vector %d)",
+               vec);
+    }
+    check_all_ud("LWP not supported");
+    check_pop();
+    report_prefix_pop();
+}
+
+/* ---- 7: virtual-8086 mode ---- */
+
+static void check_vm86(const char *what, const u8 *entry, int vector,
+                       u32 fault_ip)
+{
+    u32 ip = entry - vm86_code;
+    u64 before = cbaddr();
+    int ret = run_in_vm86(VM86_SEG, ip, VM86_SEG, VM86_SP);
+    const struct ex_regs *f = &user_ex_regs;
+
+    report(ret == (USER_EXCEPTION | vector) && f->rip == fault_ip &&
+           f->cs == VM86_SEG && (f->rflags & X86_EFLAGS_VM) &&
+           cbaddr() == before,
+           "%s - expect vector %d at %x:%x in virtual-8086 mode, "
+           "LWP_CBADDR unchanged (got %x at %lx:%lx, EFLAGS %lx, %llx)",
+           what, vector, VM86_SEG, fault_ip, ret, f->cs, f->rip, f->rflags,
+           cbaddr());
+}
+
+static void test_vm86(void)
+{
+    u32 ip_pop = vm86_pop_hlt - vm86_code;
+
+    report_prefix_push("vm86");
+    memcpy((void *)(VM86_SEG * 16), vm86_code, vm86_code_end - vm86_code);
+    put_lwpcb(lin(at(CB0)), lin(at(RING0)), LWP_VAL);
+    llwpcb(lin(at(CB0)), KERNEL_DS);
+    check_vm86("HLT at IOPL 0", vm86_hlt, GP_VECTOR,
+               vm86_hlt - vm86_code);
+    check_vm86("8F C0 then HLT: POP AX runs", vm86_pop_hlt, GP_VECTOR,
+               ip_pop + 2);
+    report(user_ex_regs.rsp == VM86_SP + 2, "SP after POP AX - expect %x "
+           "(got %lx)", VM86_SP + 2, user_ex_regs.rsp);
+    check_vm86("LLWPCB bytes 8F E9 78 12 C0 (POP, ModRM.reg 5)", vm86_llwpcb,
+               UD_VECTOR, vm86_llwpcb - vm86_code);
+    check_vm86("SLWPCB bytes 8F E9 78 12 C8", vm86_slwpcb, UD_VECTOR,
+               vm86_slwpcb - vm86_code);
+    check_vm86("LLWPCB bytes 8F 09 78 12 C0 (ModRM.reg 1)",
+               vm86_llwpcb_rxb000, UD_VECTOR,
+               vm86_llwpcb_rxb000 - vm86_code);
+    check_vm86("LWPINS bytes 8F EA 68 12 C1", vm86_lwpins, UD_VECTOR,
+               vm86_lwpins - vm86_code);
+    check_vm86("LWPVAL bytes 8F EA 68 12 C9", vm86_lwpval, UD_VECTOR,
+               vm86_lwpval - vm86_code);
+    llwpcb(0, KERNEL_DS);
+    report_prefix_pop();
+}
+
+/* ---- 8: CPL3 ---- */
+
+struct user_lwp {
+    u32 cb, ea_based;
+    u16 ds;
+    int vec[5];
+    u32 eflags[2], slwpcb, slwpcb_based;
+};
+
+static void user_lwp(void *arg)
+{
+    struct user_lwp *u = arg;
+    struct insn_regs r;
+
+    init_regs(&r, USER_DS);
+    r.eax = u->cb;
+    u->vec[0] = run_insn(llwpcb_eax, &r);
+    r.ecx = 0x3333cccc;
+    r.edx = 0x4444dddd;
+    u->vec[1] = run_insn(lwpins_ecx, &r);
+    u->eflags[0] = r.eflags;
+    u->vec[2] = run_insn(lwpval_ecx, &r);
+    u->eflags[1] = r.eflags;
+    u->vec[3] = run_insn(slwpcb_eax, &r);
+    u->slwpcb = r.eax;
+    r.ds = u->ds;
+    r.eax = 0;
+    run_insn(llwpcb_eax, &r);
+    r.eax = u->ea_based;
+    u->vec[4] = run_insn(llwpcb_eax, &r);
+    run_insn(slwpcb_eax, &r);
+    u->slwpcb_based = r.eax;
+}
+
+static void test_cpl3(void)
+{
+    const u32 base = 0x10000;
+    struct user_lwp u = {
+        .cb = lin(at(CB0)), .ea_based = lin(at(CB0)) - base,
+        .ds = TEST_SEL(0) | 3,
+    };
+    const struct lwp_record *rec = rec_at(RING0);
+    int ret;
+
+    report_prefix_push("CPL3");
+    set_based_seg(TEST_SEL(0), base, SEG_DATA_RW | SEG_DPL3);
+    put_lwpcb(u.cb, lin(at(RING0)), LWP_VAL);
+    memset(at(RING0), 0, ring_size);
+    ret = run_in_user(user_lwp, &u);
+    report(ret == 0, "user function - expect a normal return (got %x)", ret);
+    report(!u.vec[0] && !u.vec[1] && !u.vec[2] && !u.vec[3],
+           "LLWPCB, LWPINS, LWPVAL, SLWPCB at CPL3 - expect no exception "
+           "(got vectors %d %d %d %d)", u.vec[0], u.vec[1], u.vec[2],
+           u.vec[3]);
+    report(!(u.eflags[0] & X86_EFLAGS_CF), "LWPINS at CPL3 - expect CF = 0 "
+           "(got EFLAGS %x)", u.eflags[0]);
+    report(u.slwpcb == u.cb, "SLWPCB at CPL3 - expect %x (got %x)", u.cb,
+           u.slwpcb);
+    report(cb_at(CB0)->head == 2 * RECORD_SIZE, "head after SLWPCB - expect "
+           "2 records (got %u)", cb_at(CB0)->head);
+    report(rec[0].event_id == EVENT_INS && rec[0].data1 == 0x3333cccc &&
+           rec[0].data2 == 0x4444dddd && rec[0].ip == lin(lwpins_ecx) &&
+           rec[0].core_id == CORE_ID,
+           "LWPINS record - expect EventId 255, Data1 3333cccc, Data2 "
+           "4444dddd, IP %x (got %u, %x, %llx, %llx)", lin(lwpins_ecx),
+           rec[0].event_id, rec[0].data1, rec[0].data2, rec[0].ip);
+    report(rec[1].event_id == EVENT_VAL && rec[1].ip == lin(lwpval_ecx),
+           "LWPVAL record - expect EventId 1, IP %x (got %u, %llx)",
+           lin(lwpval_ecx), rec[1].event_id, rec[1].ip);
+    report(!u.vec[4] && cbaddr() == u.cb && u.slwpcb_based == u.ea_based,
+           "LLWPCB %x at CPL3 with a DPL3 DS based at %x - expect LWPCB %x, "
+           "SLWPCB %x (got vector %d, %llx, %x)", u.ea_based, base, u.cb,
+           u.ea_based, u.vec[4], cbaddr(), u.slwpcb_based);
+    llwpcb(0, KERNEL_DS);
+    report_prefix_pop();
+}
+
+/* ---- 9: XSAVE and XRSTOR of the LWP state (spec 7) ---- */
+
+#define XSAVE_LWP_OFF       0x340               /* CPUID 0xD.62 EBX */
+#define XSTATE_BV_OFF       512
+
+/* Figure 7-1 */
+struct xsave_lwp {
+    u64 cb_addr;
+    u32 flags;
+    u32 head;
+    u64 buffer_base;
+    u32 buffer_size;
+    u32 filters;
+};
+
+static u8 xarea[4096] __attribute__((aligned(64)));
+
+static struct xsave_lwp *xlwp(void)
+{
+    return (struct xsave_lwp *)(xarea + XSAVE_LWP_OFF);
+}
+
+static u64 *xstate_bv(void)
+{
+    return (u64 *)(xarea + XSTATE_BV_OFF);
+}
+
+/* XSAVE or XRSTOR SS:[xarea], EDX:EAX = 1 << 62, with DS = @ds */
+static int xsave_op(const u8 *insn, u16 seg, u16 ds)
+{
+    struct insn_regs r;
+
+    init_regs(&r, seg);
+    r.ds = ds;
+    r.ebx = lin(xarea);
+    r.edx = BIT(30);
+    return run_insn(insn, &r);
+}
+
+struct user_xrstor {
+    u16 ds;
+    int vec;
+    u32 slwpcb;
+};
+
+static void user_xrstor(void *arg)
+{
+    struct user_xrstor *u = arg;
+    struct insn_regs r;
+
+    u->vec = xsave_op(xrstor_ss_ebx, USER_DS, u->ds);
+    init_regs(&r, USER_DS);
+    r.ds = u->ds;
+    r.eax = 0xdeadbeef;
+    run_insn(slwpcb_eax, &r);
+    u->slwpcb = r.eax;
+}
+
+/* XRSTOR at CPL3 with DS = @ds: LWP enabled, or disabled without a fault */
+static void check_user_xrstor(const char *what, u16 ds, u32 ds_base,
+                              u32 cb, bool enabled)
+{
+    struct user_xrstor u = { .ds = ds, .vec = -1 };
+    u32 want = enabled ? cb - ds_base : 0;
+    int ret;
+
+    lwp_stop();
+    ret = run_in_user(user_xrstor, &u);
+    report(!ret && !u.vec && cbaddr() == (enabled ? cb : 0) &&
+           u.slwpcb == want,
+           "XRSTOR at CPL3, %s - expect LWP %s, no exception, SLWPCB %x "
+           "(got %x, vector %d, LWP_CBADDR %llx, SLWPCB %x)", what,
+           enabled ? "enabled" : "disabled", want, ret, u.vec, cbaddr(),
+           u.slwpcb);
+}
+
+static void test_xsave(void)
+{
+    const u32 base = 0x10000, cb = lin(at(0x22000)), ring = lin(at(0x23000));
+    struct xsave_lwp *x = xlwp();
+    struct insn_regs r;
+    int vec;
+
+    report_prefix_push("XSAVE");
+    memset(xarea, 0, sizeof(xarea));
+    *xstate_bv() = XSTATE_LWP;
+    vec = xsave_op(xsave_ss_ebx, KERNEL_DS, KERNEL_DS);
+    report(!vec && !(*xstate_bv() & XSTATE_LWP), "XSAVE, LWP disabled - "
+           "expect XSTATE_BV[62] = 0 (got vector %d, %llx)", vec,
+           *xstate_bv());
+
+    set_based_seg(TEST_SEL(0), base, SEG_DATA_RW);
+    put_lwpcb(cb, ring - base, LWP_VAL);
+    llwpcb(cb - base, TEST_SEL(0));
+    init_regs(&r, KERNEL_DS);
+    run_insn(lwpins_ecx, &r);
+    vec = xsave_op(xsave_ss_ebx, KERNEL_DS, KERNEL_DS);
+    report(!vec && (*xstate_bv() & XSTATE_LWP), "XSAVE, LWP enabled - "
+           "expect XSTATE_BV[62] = 1 (got vector %d, %llx)", vec,
+           *xstate_bv());
+    report(x->cb_addr == cb && x->buffer_base == ring,
+           "XSAVE after LLWPCB with DS.base %x - expect the linear "
+           "LWPCBAddress %x and BufferBase %x (got %llx, %llx)", base, cb,
+           ring, x->cb_addr, x->buffer_base);
+    report(x->head == RECORD_SIZE && x->buffer_size == ring_size &&
+           (x->flags & 0x7e) == LWP_VAL,
+           "XSAVE - expect BufferHeadOffset 32, BufferSize %x, Counter1 "
+           "only (got %x, %x, Flags %x)", ring_size, x->head,
+           x->buffer_size, x->flags);
+
+    /* 7.4: at CPL0 XRSTOR does not check the addresses against DS */
+    lwp_stop();
+    set_seg(TEST_SEL(1), 0, 0xfff, SEG_DATA_RW, true, false);
+    vec = xsave_op(xrstor_ss_ebx, KERNEL_DS, TEST_SEL(1));
+    report(!vec && cbaddr() == cb, "XRSTOR at CPL0 with DS.limit fffh - "
+           "expect LWPCB %x (got vector %d, LWP_CBADDR %llx)", cb, vec,
+           cbaddr());
+
+    /* 7.4: at CPL3 a failed Check disables LWP without a fault */
+    set_based_seg(TEST_SEL(0), base, SEG_DATA_RW | SEG_DPL3);
+    set_seg(TEST_SEL(1), 0, 0xfff, SEG_DATA_RW | SEG_DPL3, true, false);
+    set_based_seg(TEST_SEL(2), 0, SEG_DATA_RO | SEG_DPL3);
+    check_user_xrstor("flat DS", USER_DS, 0, cb, true);
+    check_user_xrstor("DS.base 10000h", TEST_SEL(0) | 3, base, cb, true);
+    check_user_xrstor("DS.limit fffh", TEST_SEL(1) | 3, 0, cb, false);
+    check_user_xrstor("read-only DS", TEST_SEL(2) | 3, 0, cb, false);
+    set_seg(TEST_SEL(1), 0, (ring >> 12) - 1, SEG_DATA_RW | SEG_DPL3, true,
+            true);
+    check_user_xrstor("DS.limit below the ring", TEST_SEL(1) | 3, 0, cb,
+                      false);
+    set_seg(TEST_SEL(1), 0, ring >> 12, SEG_DATA_RW | SEG_DPL3, true, true);
+    check_user_xrstor("DS.limit covering the ring", TEST_SEL(1) | 3, 0, cb,
+                      true);
+
+    /* 7.5: XSTATE_BV[62] = 0 gives the processor supplied values */
+    *xstate_bv() &= ~XSTATE_LWP;
+    vec = xsave_op(xrstor_ss_ebx, KERNEL_DS, KERNEL_DS);
+    report(!vec && cbaddr() == 0, "XRSTOR with XSTATE_BV[62] = 0 - expect "
+           "LWP disabled (got vector %d, LWP_CBADDR %llx)", vec, cbaddr());
+    report_prefix_pop();
+}
+
+/* ---- 10: 2-level paging: LWP's own accesses use CPL3 rights (row 34) ---- */
+
+#define PTE_P               BIT(0)
+#define PTE_RW              BIT(1)
+#define PTE_US              BIT(2)
+#define PDE_PS              BIT(7)
+#define PF_P                BIT(0)
+#define PF_W                BIT(1)
+#define PF_U                BIT(2)
+
+/* The page directory maps 4 MiB pages; pgtab maps the arena's 4 MiB */
+static u32 pgdir[1024] __attribute__((aligned(4096)));
+static u32 pgtab[1024] __attribute__((aligned(4096)));
+
+static void set_pte(u32 linear, u32 flags)
+{
+    pgtab[(linear >> 12) & 0x3ff] = (linear & ~0xfffu) | flags;
+    asm volatile("invlpg (%0)" : : "r"(linear) : "memory");
+}
+
+static bool paging_on(void)
+{
+    u32 i, region = lin(arena) & ~0x3fffffu;
+
+    if ((lin(arena) + ARENA_SIZE - 1) >> 22 != region >> 22) {
+        return false;
+    }
+    for (i = 0; i < 1024; i++) {
+        pgdir[i] = i << 22 | PDE_PS | PTE_US | PTE_RW | PTE_P;
+        pgtab[i] = (region + (i << 12)) | PTE_US | PTE_RW | PTE_P;
+    }
+    pgdir[region >> 22] = lin(pgtab) | PTE_US | PTE_RW | PTE_P;
+    write_cr4(read_cr4() | X86_CR4_PSE);
+    write_cr3(lin(pgdir));
+    write_cr0(read_cr0() | X86_CR0_PG);       /* CR0.WP stays 0 */
+    return true;
+}
+
+/* Run @insn at CPL0; expect #PF with @err and CR2 in [@lo, @hi] */
+static void check_pf(const char *what, const u8 *insn, struct insn_regs *r,
+                     u32 err, u32 lo, u32 hi)
+{
+    int vec = run_insn(insn, r);
+    unsigned long cr2 = read_cr2();
+
+    report(vec == PF_VECTOR && exception_error_code == err && cr2 >= lo &&
+           cr2 <= hi, "%s - expect #PF, error code %x, CR2 in %x-%x (got "
+           "vector %d, error code %lx, CR2 %lx)", what, err, lo, hi, vec,
+           vec ? exception_error_code : 0, cr2);
+}
+
+static void test_paging(void)
+{
+    const u32 cb = lin(at(0x24000)), ring = lin(at(0x25000));
+    const u32 opnd = lin(at(0x26000));
+    const struct lwp_record *rec = (struct lwp_record *)ring;
+    struct lwpcb *c = (struct lwpcb *)cb;
+    struct insn_regs r;
+    int vec;
+
+    report_prefix_push("paging");
+    if (!paging_on()) {
+        report_skip("the arena crosses a 4 MiB boundary");
+        report_prefix_pop();
+        return;
+    }
+    init_regs(&r, KERNEL_DS);
+    r.eax = cb;
+    put_lwpcb(cb, ring, LWP_VAL);
+    memset((void *)ring, 0, ring_size);
+
+    /* Row 14 (b), (f): the LWPCB is read, then written, as at CPL3 */
+    set_pte(cb, PTE_RW | PTE_P);
+    check_pf("LLWPCB, LWPCB on a supervisor page", llwpcb_eax, &r,
+             PF_U | PF_P, cb, cb + cb_bytes - 1);
+    report(cbaddr() == 0, "LWP after the #PF - expect disabled (got "
+           "LWP_CBADDR %llx)", cbaddr());
+    set_pte(cb, PTE_US | PTE_P);
+    check_pf("LLWPCB, LWPCB on a read-only user page (CR0.WP = 0)",
+             llwpcb_eax, &r, PF_U | PF_W | PF_P, cb, cb + cb_bytes - 1);
+    set_pte(cb, PTE_US | PTE_RW | PTE_P);
+
+    /* The ring: LWPINS faults, stores nothing and can be restarted */
+    set_pte(ring, PTE_US | PTE_P);
+    vec = run_insn(llwpcb_eax, &r);
+    report(!vec && cbaddr() == cb, "LLWPCB, ring on a read-only page - "
+           "expect LWPCB %x loaded (got vector %d, LWP_CBADDR %llx)", cb,
+           vec, cbaddr());
+    r.ecx = 0x77777777;
+    check_pf("LWPINS, ring on a read-only user page", lwpins_ecx, &r,
+             PF_U | PF_W | PF_P, ring, ring + RECORD_SIZE - 1);
+    set_pte(ring, PTE_RW | PTE_P);
+    check_pf("LWPINS, ring on a supervisor page", lwpins_ecx, &r,
+             PF_U | PF_W | PF_P, ring, ring + RECORD_SIZE - 1);
+    set_pte(ring, PTE_US | PTE_RW | PTE_P);
+    vec = run_insn(lwpins_ecx, &r);
+    slwpcb(KERNEL_DS);
+    report(!vec && !(r.eflags & X86_EFLAGS_CF) && c->head == RECORD_SIZE &&
+           rec->data1 == 0x77777777, "LWPINS once the ring is writable - "
+           "expect exactly one record (got vector %d, EFLAGS %x, head %u, "
+           "Data1 %x)", vec, r.eflags, c->head, rec->data1);
+    llwpcb(0, KERNEL_DS);
+
+    /* 5.3: LWPVAL reads its operand only when it stores a record */
+    put_lwpcb(cb, ring, LWP_VAL)->event[0].interval = 1;
+    c->event[0].counter = 1;
+    memset((void *)ring, 0, ring_size);
+    put32(opnd + 0x40, 0x0e0e0e0e);
+    set_pte(opnd, 0);
+    r.eax = cb;
+    run_insn(llwpcb_eax, &r);
+    r.ebx = opnd + 0x30;
+    vec = run_insn(lwpval_ebx_d8, &r);
+    report(!vec, "LWPVAL [EBX + 10h] on a not-present page, counter 1 - "
+           "expect no #PF (got vector %d)", vec);
+    check_pf("LWPVAL [EBX + 10h] on a not-present page, counter 0",
+             lwpval_ebx_d8, &r, 0, opnd + 0x40, opnd + 0x40);
+    set_pte(opnd, PTE_US | PTE_RW | PTE_P);
+    vec = run_insn(lwpval_ebx_d8, &r);
+    vec |= run_insn(lwpval_ebx_d8, &r);
+    slwpcb(KERNEL_DS);
+    report(!vec && c->head == RECORD_SIZE && rec->data1 == 0x0e0e0e0e,
+           "LWPVAL restarted after the #PF, then once more - expect one "
+           "record, Data1 0e0e0e0e (got vector %d, head %u, Data1 %x)", vec,
+           c->head, rec->data1);
+    llwpcb(0, KERNEL_DS);
+
+    /* Row 35: LWPINS always reads its operand, also with LWP disabled */
+    set_pte(opnd, 0);
+    check_pf("LWPINS [EBX + 10h] on a not-present page, LWP disabled",
+             lwpins_ebx_d8, &r, 0, opnd + 0x40, opnd + 0x40);
+    set_pte(opnd, PTE_US | PTE_RW | PTE_P);
+
+    write_cr0(read_cr0() & ~X86_CR0_PG);
+    report_prefix_pop();
+}
+
+int main(u32 magic, u32 mbi)
+{
+    int i;
+
+    setup_cmdline(magic, mbi);
+    setup_desc();
+    i = cmdline_choice("config", config_names, ARRAY_SIZE(config_names));
+    if (i < 0) {
+        printf("ABORT: the command line needs config=nolwp|g4|max\n");
+        abort();
+    }
+    config = i;
+
+    report_prefix_push("legacy");
+    report_prefix_push(config_names[config]);
+    test_mode();
+    if (config == CONFIG_NOLWP) {
+        test_absent();
+    } else if (setup_lwp()) {
+        report_prefix_push("insns");
+        test_disabled();
+        test_llwpcb_lwpins();
+        test_lwpval();
+        report_prefix_pop();
+        test_fields();
+        test_prefixes();
+        report_prefix_push("DS");
+        test_ds_base();
+        test_ds_limits();
+        report_prefix_pop();
+        test_mem_operands();
+        report_prefix_push("XCR0");
+        test_xcr0();
+        report_prefix_pop();
+        test_vm86();
+        test_cpl3();
+        test_xsave();
+        test_paging();
+    }
+    report_prefix_pop();
+    report_prefix_pop();
+    return report_summary();
+}
