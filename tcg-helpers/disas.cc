@@ -201,7 +201,9 @@ Decode mem32(Bytes &in, unsigned mode_bits, unsigned addr_bits, uint8_t modrm,
         disp_len == 1 ? static_cast<int8_t>(raw) : static_cast<int32_t>(raw);
 
     if (rip) {
-        out.signed_number(disp);
+        if (disp != 0) {
+            out.signed_number(disp);
+        }
         out.put(addr_bits == 64 ? "(%rip)" : "(%eip)");
         return Decode::kOk;
     }
@@ -219,7 +221,7 @@ Decode mem32(Bytes &in, unsigned mode_bits, unsigned addr_bits, uint8_t modrm,
         out.put("%%%s", regs[base]);
     }
     if (index >= 0) {
-        out.put(",%%%s,%u", regs[index], scale);
+        out.put(", %%%s, %u", regs[index], scale);
     }
     out.put(")");
     return Decode::kOk;
@@ -229,7 +231,8 @@ Decode mem32(Bytes &in, unsigned mode_bits, unsigned addr_bits, uint8_t modrm,
 Decode mem16(Bytes &in, uint8_t modrm, Out &out)
 {
     static const char *const pairs[8] = {
-        "%bx,%si", "%bx,%di", "%bp,%si", "%bp,%di", "%si", "%di", "%bp", "%bx",
+        "%bx, %si", "%bx, %di", "%bp, %si", "%bp, %di",
+        "%si",      "%di",      "%bp",      "%bx",
     };
     unsigned mod = modrm >> 6, rm = modrm & 7;
     size_t disp_len = mod == 1 ? 1 : mod == 2 ? 2 : 0;

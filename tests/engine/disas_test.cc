@@ -1153,8 +1153,11 @@ const HandCase kHand[] = {
     {64, "65 67 8f ea 78 12 44 24 80 0a 00 00 00", 13, "lwpins",
      "$0xa, %gs:-0x80(%esp), %eax"},
     {32, "8f ea 78 12 43 10 00 00 00 00", 10, "lwpins", "$0, 0x10(%ebx), %eax"},
-    {32, "67 8f ea 78 12 00 07 00 00 00", 10, "lwpins", "$7, (%bx,%si), %eax"},
-    {16, "8f ea 78 12 00 07 00 00 00", 9, "lwpins", "$7, (%bx,%si), %eax"},
+    {32, "67 8f ea 78 12 00 07 00 00 00", 10, "lwpins", "$7, (%bx, %si), %eax"},
+    {16, "8f ea 78 12 00 07 00 00 00", 9, "lwpins", "$7, (%bx, %si), %eax"},
+    // capstone separates base, index and scale with ", " too
+    {64, "8f ea 78 12 04 98 07 00 00 00", 10, "lwpins",
+     "$7, (%rax, %rbx, 4), %eax"},
     {16, "26 8f ea 78 12 47 fe 01 00 00 00", 11, "lwpins",
      "$1, %es:-2(%bx), %eax"},
     {16, "67 8f ea 78 12 00 07 00 00 00", 10, "lwpins", "$7, (%eax), %eax"},

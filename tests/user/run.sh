@@ -69,7 +69,7 @@ expect "Opteron_G4 without lwp" "Opteron_G4" \
 # that dies before its summary line (a crash, SIGILL outside a guarded
 # region) counts as one more failure.
 PCFLAGS=(-O1 -g -Wall -Wextra -Werror -static -mlwp -pthread -I"$top/include")
-progs=(xop-encoding lwp-insns lwp-faults lwp-threads)
+progs=(xop-encoding lwp-insns lwp-faults lwp-threads lwp-ire)
 built=()
 for p in "${progs[@]}"; do
     if gcc "${PCFLAGS[@]}" -o "$out/$p" "$here/$p.c"; then
@@ -127,6 +127,10 @@ for cpu in max,+lwp max,+lwp,-lwp-val; do
     has lwp-faults && run_prog lwp-faults "lwp-faults $cpu" \
         "$qemu" -cpu "$cpu" "$out/lwp-faults"
 done
+# Instructions Retired records against a model from objdump (Opteron_G4:
+# max,+lwp does not advertise IRE yet)
+has lwp-ire && run_prog ire-check "ire-check Opteron_G4,+lwp" \
+    python3 "$here/ire-check.py" "$qemu" Opteron_G4,+lwp "$out/lwp-ire"
 has lwp-threads && run_prog lwp-threads "lwp-threads max,+lwp" \
     "$qemu" -cpu max,+lwp "$out/lwp-threads"
 

@@ -187,16 +187,110 @@ static void lwp_finish(LwpGlue *g, LwpStatus st, const LwpResult *res)
     }
 }
 
+/* Generated code counts Instructions Retired in this translation block */
+static bool lwp_tb_counts(CPUX86State *env)
+{
+    return (env->hflags & HF_LWP_MASK) && (env->hflags & HF_CPL_MASK) == 3;
+}
+
+/*
+ * @n instructions of the current TB, counted at its start, did not retire
+ * (an exception unwound it): give back their count, if the LWP that
+ * counted them is still the one enabled (choice 39).
+ */
+void lwp_x86_unretire(CPUX86State *env, uint32_t n)
+{
+    if (env->lwp.cb_addr && (env->lwp.flags & LWP_FEAT_IRE)) {
+        env->lwp.counter[LWP_EVENT_ID_IRE] += n;
+    }
+}
+
+/*
+ * The current instruction, the last of its TB, leaves CPL 3 or raises an
+ * exception without unwinding: it does not retire at CPL 3 (choice 39).
+ */
+void lwp_x86_uncount(CPUX86State *env)
+{
+    if (lwp_tb_counts(env)) {
+        lwp_x86_unretire(env, 1);
+    }
+}
+
+/*
+ * Start of a TB of n instructions whose counting would leave the counter
+ * below -1 (@t is counter - n): store what lwp_sync must store first, then
+ * make the instruction that takes the counter to -1 the last of a shorter
+ * TB (like icount does).  Returns the counter after the TB's n
+ * instructions, when this TB is the one to run.
+ */
+int32_t helper_lwp_tb_enter(CPUX86State *env, int32_t t, uint32_t cflags)
+{
+    LwpState *s = &env->lwp;
+    CPUState *cs = env_cpu(env);
+    int32_t n = s->counter[LWP_EVENT_ID_IRE] - t;
+    int32_t c, k;
+
+    if (lwp_needs_sync(s)) {
+        LwpContext ctx;
+        LwpGlue g = { .env = env, .mmu_idx = lwp_mmu_index(env), .ra = 0 };
+        LwpMem mem = { .ops = &lwp_mem_ops, .opaque = &g };
+        LwpResult res;
+
+        lwp_x86_context(env, &ctx);
+        /* nothing of this TB ran: a fault is taken at its first insn */
+        lwp_finish(&g, lwp_sync(s, &ctx, &mem, &res), &res);
+        cpu_sync_lwp_hflag(env);
+        if (!(env->hflags & HF_LWP_MASK)) {
+            cpu_loop_exit_noexc(cs);
+        }
+    }
+    c = s->counter[LWP_EVENT_ID_IRE];
+    k = c >= 0 ? c + 1 : 1;
+    if (k < n) {
+        cs->cflags_next_tb = cflags | k;
+        cpu_loop_exit_noexc(cs);
+    }
+    return c - n;
+}
+
+/*
+ * After the last instruction of a TB retired, @ip: the counter went
+ * negative there.  A page fault leaves the record pending (choice 25): it
+ * is stored, or the fault taken, before the next CPL 3 instruction.
+ */
+void helper_lwp_fire(CPUX86State *env, target_ulong ip)
+{
+    LwpContext ctx;
+    LwpGlue g = { .env = env, .mmu_idx = lwp_mmu_index(env), .ra = 0 };
+    LwpMem mem = { .ops = &lwp_mem_ops, .opaque = &g };
+    LwpEventInfo info = { .ip = ip, .events = LWP_FEAT_IRE };
+    LwpResult res;
+
+    lwp_x86_context(env, &ctx);
+    lwp_store_events(&env->lwp, &ctx, &mem, &info, LWP_FEAT_IRE, &res);
+}
+
 /* 5.1 */
 void helper_llwpcb(CPUX86State *env, target_ulong ea)
 {
+    bool counts = lwp_tb_counts(env);
     LwpContext ctx;
     LwpGlue g;
     LwpMem mem;
     LwpResult res;
+    LwpStatus st;
 
     lwp_begin(env, &ctx, &g, &mem, GETPC());
-    lwp_finish(&g, lwp_llwpcb(&env->lwp, &ctx, &mem, ea, &res), &res);
+    /* LLWPCB is counted by neither LWP (choice 39); a fault unwinds it */
+    if (counts) {
+        env->lwp.counter[LWP_EVENT_ID_IRE]++;
+    }
+    st = lwp_llwpcb(&env->lwp, &ctx, &mem, ea, &res);
+    if (st != LWP_OK && counts) {
+        env->lwp.counter[LWP_EVENT_ID_IRE]--;
+    }
+    cpu_sync_lwp_hflag(env);
+    lwp_finish(&g, st, &res);
 }
 
 /* 5.2 */

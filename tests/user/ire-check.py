@@ -1,0 +1,105 @@
+#!/usr/bin/env python3
+# ire-check: the Instructions Retired records of lwp-ire, checked against
+# a model built from GNU objdump's disassembly of the same binary.
+#
+#   ire-check.py QEMU CPU LWP_IRE_BINARY
+#
+# The model: ire_block executes the instructions between its first LLWPCB
+# and the loop's label once, the loop body (label .. JNZ) TRIPS times, then
+# the instructions up to the final LLWPCB once; neither LLWPCB is counted
+# (choice 39).  With Random = 0 and EventCounter2 = EventInterval2 = I,
+# the record for event m is stored when m is a multiple of I + 1 (spec
+# 1.1: the counter is decremented per event and a record is stored when
+# it goes negative, then it is reset to I), and names the m-th
+# instruction.  Each configuration runs twice: the records must be
+# identical (determinism).  Prints PASS:/FAIL: lines and a summary.
+#
+# SPDX-License-Identifier: GPL-2.0-or-later
+
+import re
+import subprocess
+import sys
+
+# (EventInterval2, loop trips): the minimum interval 0xFF (choice 15),
+# intervals whose records fall on every position of the loop, and a large
+# one
+CASES = [(0xff, 3000), (256, 2000), (300, 1000), (1001, 5000),
+         (99999, 200000)]
+
+
+def block(prog):
+    """Addresses and mnemonics of ire_block, in address order"""
+    out = subprocess.run(["objdump", "-d", "--no-show-raw-insn",
+                          "--disassemble=ire_block", prog],
+                         capture_output=True, text=True, check=True).stdout
+    insns = []
+    for m in re.finditer(r"^\s*([0-9a-f]+):\t(\S+)\s*(.*)$", out, re.M):
+        insns.append((int(m.group(1), 16), m.group(2), m.group(3)))
+    return insns
+
+
+def expected(insns, interval, trips):
+    llwpcb = [i for i, x in enumerate(insns) if x[1] == "llwpcb"]
+    jnz = [i for i, x in enumerate(insns) if x[1] in ("jne", "jnz")]
+    assert len(llwpcb) == 2 and len(jnz) == 1, "unexpected ire_block shape"
+    target = int(insns[jnz[0]][2].split()[0], 16)
+    label = [i for i, x in enumerate(insns) if x[0] == target][0]
+    pre = [x[0] for x in insns[llwpcb[0] + 1:label]]
+    body = [x[0] for x in insns[label:jnz[0] + 1]]
+    post = [x[0] for x in insns[jnz[0] + 1:llwpcb[1]]]
+    total = len(pre) + len(body) * trips + len(post)
+    recs = []
+    for m in range(interval + 1, total + 1, interval + 1):
+        k = m - 1
+        if k < len(pre):
+            recs.append(pre[k])
+        elif k < len(pre) + len(body) * trips:
+            recs.append(body[(k - len(pre)) % len(body)])
+        else:
+            recs.append(post[k - len(pre) - len(body) * trips])
+    return recs
+
+
+def main():
+    qemu, cpu, prog = sys.argv[1:4]
+    passed = failed = 0
+    insns = block(prog)
+    for interval, trips in CASES:
+        want = expected(insns, interval, trips)
+        runs = []
+        for _ in range(2):
+            r = subprocess.run([qemu, "-cpu", cpu, prog, str(interval),
+                                str(trips)], capture_output=True, text=True)
+            recs = [(int(a), int(b, 16)) for a, b in
+                    re.findall(r"^REC (\d+) (0x[0-9a-f]+)$", r.stdout, re.M)]
+            missed = re.search(r"^MISSED (\d+)$", r.stdout, re.M)
+            runs.append((r.returncode, recs, missed and int(missed.group(1))))
+        rc, recs, missed = runs[0]
+        got = [ip for _, ip in recs]
+        ok = (rc == 0 and missed == 0 and got == want
+              and all(e == 2 for e, _ in recs))
+        first_bad = next((i for i, (a, b) in enumerate(zip(got, want))
+                          if a != b), min(len(got), len(want)))
+        msg = ("interval %d, %d trips: %d IRE records (EventId 2) at the "
+               "instructions the objdump model names, MissedEvents 0 "
+               "(exit %d, got %d records, want %d, first difference at "
+               "record %d: got %s, want %s, missed %s)"
+               % (interval, trips, len(want), rc, len(got), len(want),
+                  first_bad,
+                  hex(got[first_bad]) if first_bad < len(got) else "-",
+                  hex(want[first_bad]) if first_bad < len(want) else "-",
+                  missed))
+        print(("PASS: " if ok else "FAIL: ") + msg)
+        passed += ok
+        failed += not ok
+        same = runs[0] == runs[1]
+        print(("PASS: " if same else "FAIL: ") + "interval %d: a second "
+              "run stores the same records" % interval)
+        passed += same
+        failed += not same
+    print("ire-check: %d passed, %d failed" % (passed, failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
