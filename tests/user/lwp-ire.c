@@ -13,6 +13,7 @@
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 
+#include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,12 +21,12 @@
 #include <sys/mman.h>
 
 #include "lwp/lwp-arch.h"
+#include "lwp-ire.h"
 
 /*
  * ire_block(lwpcb, trips): LLWPCB, a loop of four instructions, LLWPCB 0.
  * Neither LLWPCB is counted (docs/implementation-choices.md, choice 39).
  */
-void ire_block(void *lwpcb, uint64_t trips);
 asm(".text\n"
     ".globl ire_block\n"
     "ire_block:\n"
@@ -53,8 +54,11 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: lwp-ire INTERVAL TRIPS\n");
         return 2;
     }
-    interval = strtoul(argv[1], NULL, 0);
-    trips = strtoull(argv[2], NULL, 0);
+    if (sscanf(argv[1], "%u", &interval) != 1 ||
+        sscanf(argv[2], "%" SCNu64, &trips) != 1) {
+        fprintf(stderr, "lwp-ire: INTERVAL and TRIPS are numbers\n");
+        return 2;
+    }
     cb = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
               MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     ring = mmap(NULL, RING_SIZE, PROT_READ | PROT_WRITE,
