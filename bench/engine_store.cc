@@ -75,7 +75,7 @@ void mem_write(void *opaque, uint64_t addr, const void *buf, uint32_t len)
 
 const LwpMemOps kOps = {mem_read, mem_probe_write, mem_write};
 
-// One thread with LWP enabled: every event at the minimum interval
+// One thread with LWP enabled: every event at interval 0xff
 struct Setup {
     Memory mem;
     LwpMem lmem = {&kOps, &mem};
@@ -98,8 +98,7 @@ struct Setup {
         mem.put64(kCb + LWPCB_BUFFER_BASE, kRing);
         mem.put32(kCb + LWPCB_THRESHOLD, threshold);
         for (unsigned n = 1; n <= LWP_NUM_EVENTS; n++) {
-            mem.put32(kCb + LWPCB_INTERVAL(LWP_EVENT_OFFSET, n),
-                      LWP_ENGINE_MIN_INTERVAL);
+            mem.put32(kCb + LWPCB_INTERVAL(LWP_EVENT_OFFSET, n), 0xff);
         }
         lwp_state_init(&s);
         LwpResult res;

@@ -64,7 +64,7 @@ LwpStatus lwp_cbaddr_write(uint64_t value);
  * The smallest EventInterval LLWPCB accepts for EventIds 2..6 (spec 5.1
  * step 7, "implementation-defined minimum").  LWPVAL's minimum is 0.
  */
-#define LWP_ENGINE_MIN_INTERVAL 0xff
+#define LWP_ENGINE_MIN_INTERVAL 1
 
 /*
  * Per-thread LWP state.  It is a plain struct so that the glue can embed

@@ -1931,12 +1931,12 @@ TEST_F(DiffModel, LlwpcbWritesBackFlagsIntervalsAndHead)
     mem.put32(kCb + 16, 1024 + 40);      // head >= BufferSize: 0
     mem.put32(kCb + 0x80, 0x03fffffd);   // EventInterval1 = -3
     mem.put32(kCb + 0x84, 0xfc000007);   // EventCounter1 7, bits 31:26 set
-    mem.put32(kCb + 0x88, 5);            // EventInterval2 below 0xFF
+    mem.put32(kCb + 0x88, 0);            // EventInterval2 below 1
     mem.put32(kCb + 0x90, 0x77);         // BRE: not available, untouched
     ASSERT_EQ(model.llwpcb(cpu, kCb).kind, Outcome::kOk);
     EXPECT_EQ(mem.get32(kCb + 0), 0x80000006u);
     EXPECT_EQ(mem.get32(kCb + 0x80), 0u);
-    EXPECT_EQ(mem.get32(kCb + 0x88), 0xffu);
+    EXPECT_EQ(mem.get32(kCb + 0x88), 1u);
     EXPECT_EQ(mem.get32(kCb + 0x90), 0x77u);
     EXPECT_EQ(mem.get32(kCb + 16), 0u);
     uint8_t a[128];
@@ -2128,9 +2128,10 @@ TEST_F(DiffModel, EventsInAscendingOrderAndPendingOnFault)
     EXPECT_EQ(record(2)[3], 0x70); // SRC 3, DAV
     EXPECT_EQ(record(2)[4] | record(2)[5] << 8, 1008);
     EXPECT_EQ(record(3)[0], 5);
-    // 255 more: both counters reach 0; the next goes negative in both
+    // The counters were reset to the minimum interval, 1 (choice 17): one
+    // more event takes both to 0; the next goes negative in both
     insn.events = 0x0c; // IRE BRE
-    for (int i = 0; i < 0xff; i++) {
+    for (int i = 0; i < 1; i++) {
         EXPECT_EQ(model.retire(cpu, insn).stored, 0u);
     }
     mem.set_access(kRing, true, false);
@@ -2154,14 +2155,14 @@ TEST_F(DiffModel, EventsInAscendingOrderAndPendingOnFault)
     EXPECT_EQ(record(4)[0], 2);
     model.xsave(a);
     EXPECT_EQ(a[32], 0);
-    EXPECT_EQ(a[68] | a[69] << 8, 0xff); // IRE: 0xff + (-1 + 1)
+    EXPECT_EQ(a[68] | a[69] << 8, 1); // IRE: 1 + (-1 + 1)
     EXPECT_EQ(int32_t(a[72] | a[73] << 8 | a[74] << 16 | a[75] << 24), -1);
-    // BRE gathers its record at its next event: -2, reset 0xff - 1
+    // BRE gathers its record at its next event: -2, reset 1 - 1
     insn.events = 0x08;
     EXPECT_EQ(model.retire(cpu, insn).stored, 1u);
     EXPECT_EQ(record(5)[0], 3);
     model.xsave(a);
-    EXPECT_EQ(a[72] | a[73] << 8, 0xfe);
+    EXPECT_EQ(a[72] | a[73] << 8, 0);
 }
 
 TEST_F(DiffModel, XsaveLayoutAndXrstorRules)

@@ -85,24 +85,24 @@ TEST_F(Llwpcb, NoEventEnabledStillEnablesLwp)
 
 TEST_F(Llwpcb, IntervalBelowTheMinimumBecomesTheMinimumAndIsWrittenBack)
 {
-    // Row 17: minimum 0xFF for EventIds 2-6
+    // Row 17: minimum 1 for EventIds 2-6, so only 0 is below it
     cb.flags = 0x7c; // IRE BRE DME CNH RNH
     cb.interval[2] = 0;
-    cb.interval[3] = 0xfe;
-    cb.interval[4] = 0xff;
+    cb.interval[3] = 1;
+    cb.interval[4] = 2;
     cb.interval[5] = 0x100;
-    cb.interval[6] = 1;
+    cb.interval[6] = 0xfc000000; // 0 with reserved bits set
     ASSERT_EQ(load(), LWP_OK);
-    EXPECT_EQ(m.peek32(interval_at(kCb, 2)), 0xffu);
-    EXPECT_EQ(m.peek32(interval_at(kCb, 3)), 0xffu);
-    EXPECT_EQ(m.peek32(interval_at(kCb, 4)), 0xffu);
+    EXPECT_EQ(m.peek32(interval_at(kCb, 2)), 1u);
+    EXPECT_EQ(m.peek32(interval_at(kCb, 3)), 1u);
+    EXPECT_EQ(m.peek32(interval_at(kCb, 4)), 2u);
     EXPECT_EQ(m.peek32(interval_at(kCb, 5)), 0x100u);
-    EXPECT_EQ(m.peek32(interval_at(kCb, 6)), 0xffu);
-    EXPECT_EQ(s.interval[2], 0xffu);
-    EXPECT_EQ(s.interval[3], 0xffu);
-    EXPECT_EQ(s.interval[4], 0xffu);
+    EXPECT_EQ(m.peek32(interval_at(kCb, 6)), 1u);
+    EXPECT_EQ(s.interval[2], 1u);
+    EXPECT_EQ(s.interval[3], 1u);
+    EXPECT_EQ(s.interval[4], 2u);
     EXPECT_EQ(s.interval[5], 0x100u);
-    EXPECT_EQ(s.interval[6], 0xffu);
+    EXPECT_EQ(s.interval[6], 1u);
 }
 
 TEST_F(Llwpcb, NegativeIntervalBecomesTheMinimum)
@@ -115,12 +115,12 @@ TEST_F(Llwpcb, NegativeIntervalBecomesTheMinimum)
     cb.interval[3] = 0x02000000; // -2^25
     cb.interval[4] = 0xffffffff; // -1, reserved bits set
     ASSERT_EQ(load(), LWP_OK);
-    EXPECT_EQ(m.peek32(interval_at(kCb, 2)), 0xffu);
-    EXPECT_EQ(m.peek32(interval_at(kCb, 3)), 0xffu);
-    EXPECT_EQ(m.peek32(interval_at(kCb, 4)), 0xffu);
-    EXPECT_EQ(s.interval[2], 0xffu);
-    EXPECT_EQ(s.interval[3], 0xffu);
-    EXPECT_EQ(s.interval[4], 0xffu);
+    EXPECT_EQ(m.peek32(interval_at(kCb, 2)), 1u);
+    EXPECT_EQ(m.peek32(interval_at(kCb, 3)), 1u);
+    EXPECT_EQ(m.peek32(interval_at(kCb, 4)), 1u);
+    EXPECT_EQ(s.interval[2], 1u);
+    EXPECT_EQ(s.interval[3], 1u);
+    EXPECT_EQ(s.interval[4], 1u);
 }
 
 TEST_F(Llwpcb, LwpvalIntervalMinimumIsZeroAndNegativeBecomesZero)
@@ -149,12 +149,12 @@ TEST_F(Llwpcb, IntervalReservedBits31To26AreIgnoredAndWrittenAsZero)
     // fix is not written.
     cb.flags = LWP_FEAT_IRE | LWP_FEAT_BRE;
     cb.interval[2] = 0xfc000100; // 0x100: valid
-    cb.interval[3] = 0xfc000005; // 5: below the minimum
+    cb.interval[3] = 0xfc000000; // 0: below the minimum
     ASSERT_EQ(load(), LWP_OK);
     EXPECT_EQ(s.interval[2], 0x100u);
     EXPECT_EQ(m.peek32(interval_at(kCb, 2)), 0xfc000100u);
-    EXPECT_EQ(s.interval[3], 0xffu);
-    EXPECT_EQ(m.peek32(interval_at(kCb, 3)), 0x000000ffu);
+    EXPECT_EQ(s.interval[3], 1u);
+    EXPECT_EQ(m.peek32(interval_at(kCb, 3)), 0x00000001u);
 }
 
 TEST_F(Llwpcb, IntervalMaximumIsKept)
@@ -321,11 +321,11 @@ TEST_F(Llwpcb, WritesBackOnlyFlagsFixedIntervalsAndHead)
     cb.limit_ip = 0x7fffffff;
     cb.tail = 0x99;
     cb.interval[1] = 0x03fffffe; // -2 -> 0
-    cb.interval[2] = 0x10;       // -> 0xff
+    cb.interval[2] = 0;          // -> 1
     cb.interval[3] = 0x2000;
-    cb.interval[4] = 0xfc0000fe; // -> 0xff
-    cb.interval[5] = 0x00ff;
-    cb.interval[6] = 0x02000001; // negative -> 0xff
+    cb.interval[4] = 0xfc000000; // -> 1
+    cb.interval[5] = 0x0001;
+    cb.interval[6] = 0x02000001; // negative -> 1
     for (unsigned n = 1; n <= 6; n++) {
         cb.counter[n] = 0x03fffff0 + n;
     }
@@ -337,9 +337,9 @@ TEST_F(Llwpcb, WritesBackOnlyFlagsFixedIntervalsAndHead)
     put32(want, LWPCB_FLAGS, 0x8000007e);
     put32(want, LWPCB_HEAD, 0x40);
     put32(want, LWPCB_INTERVAL(kE, 1), 0);
-    put32(want, LWPCB_INTERVAL(kE, 2), 0xff);
-    put32(want, LWPCB_INTERVAL(kE, 4), 0xff);
-    put32(want, LWPCB_INTERVAL(kE, 6), 0xff);
+    put32(want, LWPCB_INTERVAL(kE, 2), 1);
+    put32(want, LWPCB_INTERVAL(kE, 4), 1);
+    put32(want, LWPCB_INTERVAL(kE, 6), 1);
 
     ASSERT_EQ(llwpcb(kCb), LWP_OK);
     EXPECT_EQ(m.bytes(kCb, kCbSize), want);
@@ -783,7 +783,7 @@ TEST_F(LlwpcbLegacy, LinearAddressesWrapAt4GOutsideLongMode)
     m.map(0, kPageSize, kReadWrite);
     m.map(0xf000, kPageSize, kReadWrite);
     cb.flags = LWP_FEAT_IRE;
-    cb.interval[2] = 0x10; // written back as 0xff at linear 0x48
+    cb.interval[2] = 0; // written back as 1 at linear 0x48
     cb.buffer_base = 0xf100;
     FakeMem img;
     img.map(0, kPageSize, kReadWrite);
@@ -795,7 +795,7 @@ TEST_F(LlwpcbLegacy, LinearAddressesWrapAt4GOutsideLongMode)
     ASSERT_EQ(llwpcb(0xc0), LWP_OK);
     EXPECT_EQ(s.cb_addr, 0xffffffc0u);
     EXPECT_EQ(s.buffer_base, 0xf000u);
-    EXPECT_EQ(m.peek32(0x48), 0xffu);
+    EXPECT_EQ(m.peek32(0x48), 1u);
     EXPECT_EQ(m.peek32(0xffffffc0), uint32_t{LWP_FEAT_IRE});
     uint64_t ea = 0;
     ASSERT_EQ(slwpcb(&ea), LWP_OK);

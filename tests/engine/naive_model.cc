@@ -59,7 +59,7 @@ int32_t field26(uint32_t raw)
 // Row 17: the minimum interval
 int32_t min_interval(unsigned id)
 {
-    return id == 1 ? 0 : 0xff;
+    return id == 1 ? 0 : 1;
 }
 
 bool has_event(uint32_t mask, unsigned id)

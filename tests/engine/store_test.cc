@@ -94,7 +94,7 @@ TEST_F(Counting, CounterNStoresOnTheEventAfterTheNth)
 TEST_F(Counting, IntervalNStoresEveryNPlusFirstEvent)
 {
     // Table 6-1 EventInterval2: "after n+1 ... instructions are retired";
-    // design: exact, every (interval+1)-th event.  0xFF is the minimum.
+    // design: exact, every (interval+1)-th event.
     cb.flags = LWP_FEAT_IRE;
     cb.interval[2] = 0xff;
     cb.counter[2] = 0;
@@ -111,15 +111,18 @@ TEST_F(Counting, IntervalNStoresEveryNPlusFirstEvent)
 
 TEST_F(Counting, IntervalBelowTheMinimumCountsAtTheMinimum)
 {
-    // Row 17: EventInterval2 = 1 is used as 0xFF
+    // Row 17: EventInterval2 = 0 is used as the minimum, 1: a record for
+    // every second instruction after the first
     cb.flags = LWP_FEAT_IRE;
-    cb.interval[2] = 1;
+    cb.interval[2] = 0;
     ASSERT_EQ(load(), LWP_OK);
-    for (uint64_t i = 0; i < 257; i++) {
+    for (uint64_t i = 0; i < 6; i++) {
         ASSERT_EQ(retire(0x10000 + i, LWP_FEAT_IRE), LWP_OK);
     }
-    EXPECT_EQ(s.head, 0x40u);
-    EXPECT_EQ(slot(1), make_record(0x2a02, 0, 0x10000 + 256, 0));
+    EXPECT_EQ(s.head, 0x60u);
+    EXPECT_EQ(slot(0), make_record(0x2a02, 0, 0x10000, 0));
+    EXPECT_EQ(slot(1), make_record(0x2a02, 0, 0x10000 + 2, 0));
+    EXPECT_EQ(slot(2), make_record(0x2a02, 0, 0x10000 + 4, 0));
 }
 
 TEST_F(Counting, OverrunReducesTheNextReset)

@@ -458,7 +458,7 @@ class XrstorSync : public XsaveTest
         cb.base_ip = 0x1000;
         cb.limit_ip = 0x1fff;
         cb.interval[1] = 0x03ffffff; // -1 -> 0
-        cb.interval[2] = 5;          // -> 0xff
+        cb.interval[2] = 0;          // -> 1
         cb.tail = 0x60;
         cb.write(m, kCb);
     }
@@ -478,7 +478,7 @@ TEST_F(XrstorSync, FieldsNotInTheAreaAreRereadBeforeTheNextUse)
     EXPECT_EQ(s.base_ip, 0x1000u);
     EXPECT_EQ(s.limit_ip, 0x1fffu);
     EXPECT_EQ(s.interval[1], 0u);
-    EXPECT_EQ(s.interval[2], 0xffu);
+    EXPECT_EQ(s.interval[2], 1u);
     EXPECT_EQ(s.tail, 0x60u);
     EXPECT_NE(s.flags & LWP_FEAT_INT, 0u);
     // Sanitised "without #GP or write-back"

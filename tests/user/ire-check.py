@@ -20,11 +20,11 @@ import re
 import subprocess
 import sys
 
-# (EventInterval2, loop trips): the minimum interval 0xFF (choice 15),
-# intervals whose records fall on every position of the loop, and a large
-# one
-CASES = [(0xff, 3000), (256, 2000), (300, 1000), (1001, 5000),
-         (99999, 200000)]
+# (EventInterval2, loop trips): the minimum interval 1 (choice 17), small
+# intervals that split most translation blocks, intervals whose records
+# fall on every position of the loop, and a large one
+CASES = [(1, 200), (2, 200), (7, 300), (0xff, 3000), (256, 2000),
+         (300, 1000), (1001, 5000), (99999, 200000)]
 
 
 def block(prog):

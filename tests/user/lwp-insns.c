@@ -9,7 +9,7 @@
  *   - SLWPCB returns 0 while LWP is disabled and the LWPCB's effective
  *     address while it is enabled (5.2); 32-bit forms truncate (5.1, 5.2);
  *   - LLWPCB writes back Flags AND the available features, each enabled
- *     event's interval raised to its minimum (0 for LWPVAL, 0xFF for the
+ *     event's interval raised to its minimum (0 for LWPVAL, 1 for the
  *     counted events), the sanitised head, and nothing else (5.1, rows
  *     15, 17, 24);
  *   - every field of LWPINS and LWPVAL records (2.1, 2.7, 5.3, 5.4):
@@ -208,12 +208,12 @@ static void test_writeback(void)
     for (n = 1; n <= max_event; n++) {
         uint32_t got = rd32(cb, LWPCB_INTERVAL(e, n));
         int on = (want_flags >> n) & 1;
-        uint32_t want = !on ? iv[n] : n == 1 ? 0 : 0xff;
+        uint32_t want = !on ? iv[n] : n == 1 ? 0 : 1;
 
         report(got == want, "EventInterval%u 0x%x is %s: 0x%x (got 0x%x)", n,
                iv[n], !on ? "left alone (event not available)"
                : n == 1 ? "negative, written back as 0 (LWPVAL minimum 0)"
-               : "below the minimum, written back as 0xFF", want, got);
+               : "below the minimum, written back as 1", want, got);
     }
     lwp_off();
 
