@@ -143,10 +143,11 @@ static void test_max_without_lwp(void)
 }
 
 /*
- * -cpu max,+lwp reports what the implementation supports so far: LwpAvail
- * and LwpVAL (event 1), so EBX describes an LWPCB with one event slot
- * (LwpCbSize 0x11, LwpEventSize 0x20, LwpMaxEvents 1, LwpEventOffset 0x80)
- * and ECX is LwpVersion 1, LwpMinBufferSize 1.
+ * -cpu max,+lwp reports what the implementation supports so far: LwpAvail,
+ * LwpVAL, LwpIRE and LwpBRE (events 1-3), so EBX describes an LWPCB with
+ * three event slots (LwpCbSize 0x13, LwpEventSize 0x20, LwpMaxEvents 3,
+ * LwpEventOffset 0x80), and ECX is LwpIpFiltering (bit 29), LwpVersion
+ * 1, LwpMinBufferSize 1.
  */
 static void test_max_with_lwp(void)
 {
@@ -154,13 +155,16 @@ static void test_max_with_lwp(void)
 
     g_assert_cmphex(w.ext3_ecx & (1u << 15), ==, 1u << 15);
     g_assert_cmphex(w.xcr0_hi & (1u << 30), ==, 1u << 30);
-    g_assert_cmphex(w.edx, ==, 0x00000003);
-    g_assert_cmphex(w.ebx, ==, 0x80012011);
-    g_assert_cmphex(w.ecx, ==, 0x00010200);
+    g_assert_cmphex(w.edx, ==, 0x0000000F);
+    g_assert_cmphex(w.ebx, ==, 0x80032013);
+    g_assert_cmphex(w.ecx, ==, 0x20010200);
     g_assert_cmphex(w.xlevel, >=, LWP_LEAF);
 }
 
-/* TCG filters the sub-features it does not implement, and says so */
+/*
+ * TCG filters the sub-features it does not implement, and says so; IP
+ * filtering is implemented, so a Family 15h model can be given it
+ */
 static void test_unimplemented_are_filtered(void)
 {
     LwpWords w = get_words("Opteron_G4,+lwp,+lwp-dme,+lwp-cnh,+lwp-rnh,"
@@ -168,8 +172,8 @@ static void test_unimplemented_are_filtered(void)
 
     g_assert_cmphex(w.edx, ==, 0x8000000F);
     g_assert_cmphex(w.filtered_edx, ==, (1u << 4) | (1u << 5) | (1u << 6));
-    g_assert_cmphex(w.filtered_ecx, ==, (1u << 28) | (1u << 29));
-    g_assert_cmphex(w.ecx, ==, 0x00010200);
+    g_assert_cmphex(w.filtered_ecx, ==, 1u << 28);
+    g_assert_cmphex(w.ecx, ==, 0x20010200);
     g_assert_cmphex(w.ebx, ==, 0x80032013);
 }
 

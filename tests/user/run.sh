@@ -52,12 +52,13 @@ for cpu in Opteron_G4 Opteron_G5; do
 done
 # XCR0 bit 62 set at start, next to x87/SSE/AVX (Opteron_G4 has no PKRU)
 expect "Opteron_G4 XCR0" "Opteron_G4,+lwp" "XCR0: 4000000000000007"
-# -cpu max,+lwp: LwpAvail and VAL so far (docs/implementation-choices.md):
-# one event, so LwpCbSize 0x11 and LwpMaxEvents 1 (spec 3.3)
+# -cpu max,+lwp: LwpAvail, VAL, IRE and BRE so far, and IP filtering
+# (docs/implementation-choices.md): three events, so LwpCbSize 0x13 and
+# LwpMaxEvents 3 (spec 3.3); LwpIpFiltering is ECX bit 29
 expect "max,+lwp" "max,+lwp" \
     "LWP supported (CPUID 8000_0001 ECX[15]): 1" \
-    "CPUID 8000_001C: EAX=00000003 EBX=80012011 ECX=00010200 EDX=00000003" \
-    "available: avail val"
+    "CPUID 8000_001C: EAX=0000000f EBX=80032013 ECX=20010200 EDX=0000000f" \
+    "available: avail val ire bre"
 # LWP is opt-in
 expect "max" "max" "LWP supported (CPUID 8000_0001 ECX[15]): 0"
 expect "Opteron_G4 without lwp" "Opteron_G4" \

@@ -187,20 +187,37 @@ static void lwp_finish(LwpGlue *g, LwpStatus st, const LwpResult *res)
     }
 }
 
-/* Generated code counts Instructions Retired in this translation block */
-static bool lwp_tb_counts(CPUX86State *env)
+/*
+ * Generated code counted Instructions Retired for the instruction at @eip,
+ * in a TB translated with @tb_flags: at CPL 3, with HF_LWP_IRE, and the
+ * instruction eligible under the IP filter (the TB's instructions all
+ * are, or none is: helper_lwp_tb_enter splits the others).
+ */
+static bool lwp_counted(CPUX86State *env, uint32_t tb_flags,
+                        target_ulong eip)
 {
-    return (env->hflags & HF_LWP_MASK) && (env->hflags & HF_CPL_MASK) == 3;
+    LwpContext ctx;
+
+    if (!(tb_flags & HF_LWP_IRE_MASK) || (tb_flags & HF_CPL_MASK) != 3) {
+        return false;
+    }
+    if (!(tb_flags & HF_LWP_IPF_MASK)) {
+        return true;
+    }
+    lwp_x86_context(env, &ctx);
+    return lwp_ip_eligible(&env->lwp, &ctx, eip);
 }
 
 /*
- * @n instructions of the current TB, counted at its start, did not retire
- * (an exception unwound it): give back their count, if the LWP that
- * counted them is still the one enabled (choice 39).
+ * @n instructions of the current TB, the first at env->eip, were counted
+ * at its start but did not retire (an exception unwound it): give back
+ * their count, if the LWP that counted them is still the one enabled
+ * (choice 39).
  */
-void lwp_x86_unretire(CPUX86State *env, uint32_t n)
+void lwp_x86_unretire(CPUX86State *env, uint32_t tb_flags, uint32_t n)
 {
-    if (env->lwp.cb_addr && (env->lwp.flags & LWP_FEAT_IRE)) {
+    if (env->lwp.cb_addr && (env->lwp.flags & LWP_FEAT_IRE) &&
+        lwp_counted(env, tb_flags, env->eip)) {
         env->lwp.counter[LWP_EVENT_ID_IRE] += n;
     }
 }
@@ -211,23 +228,37 @@ void lwp_x86_unretire(CPUX86State *env, uint32_t n)
  */
 void lwp_x86_uncount(CPUX86State *env)
 {
-    if (lwp_tb_counts(env)) {
-        lwp_x86_unretire(env, 1);
-    }
+    lwp_x86_unretire(env, env->hflags, 1);
+}
+
+/* 6, Table 6-1: the EIPs @first..@last are all inside [BaseIP, LimitIP] */
+static bool lwp_range_in(LwpState *s, uint64_t first, uint64_t last)
+{
+    return first <= last && s->base_ip <= first && last <= s->limit_ip;
+}
+
+/* ... or all outside */
+static bool lwp_range_out(LwpState *s, uint64_t first, uint64_t last)
+{
+    return first <= last && (last < s->base_ip || first > s->limit_ip);
 }
 
 /*
- * Start of a TB of n instructions whose counting would leave the counter
- * below -1 (@t is counter - n): store what lwp_sync must store first, then
- * make the instruction that takes the counter to -1 the last of a shorter
- * TB (like icount does).  Returns the counter after the TB's n
- * instructions, when this TB is the one to run.
+ * Start of a TB of @n instructions, from EIP @first to @last, that the
+ * generated code does not count by itself: LWP must first store what
+ * lwp_sync stores, the IP filter splits the TB (when its instructions are
+ * not all on one side of BaseIP and LimitIP), or Instructions Retired
+ * would go below -1 (the TB is split so that the instruction that takes
+ * the counter to -1 ends it, as icount does).  Otherwise count the TB and
+ * return whether its instructions are eligible under the IP filter.
  */
-int32_t helper_lwp_tb_enter(CPUX86State *env, int32_t t, uint32_t cflags)
+uint32_t helper_lwp_tb_enter(CPUX86State *env, uint32_t n, target_ulong first,
+                             target_ulong last, uint32_t cflags)
 {
     LwpState *s = &env->lwp;
     CPUState *cs = env_cpu(env);
-    int32_t n = s->counter[LWP_EVENT_ID_IRE] - t;
+    uint32_t hflags = env->hflags;
+    bool elig = true;
     int32_t c, k;
 
     if (lwp_needs_sync(s)) {
@@ -240,40 +271,65 @@ int32_t helper_lwp_tb_enter(CPUX86State *env, int32_t t, uint32_t cflags)
         /* nothing of this TB ran: a fault is taken at its first insn */
         lwp_finish(&g, lwp_sync(s, &ctx, &mem, &res), &res);
         cpu_sync_lwp_hflag(env);
-        if (!(env->hflags & HF_LWP_MASK)) {
+        if (env->hflags != hflags) {
             cpu_loop_exit_noexc(cs);
         }
     }
-    c = s->counter[LWP_EVENT_ID_IRE];
-    k = c >= 0 ? c + 1 : 1;
-    if (k < n) {
-        cs->cflags_next_tb = cflags | k;
-        cpu_loop_exit_noexc(cs);
+    if (hflags & HF_LWP_IPF_MASK) {
+        if (lwp_range_in(s, first, last)) {
+            elig = !env->lwp_ipi;
+        } else if (lwp_range_out(s, first, last)) {
+            elig = env->lwp_ipi;
+        } else {
+            /* one instruction is always on one side */
+            g_assert(n > 1);
+            cs->cflags_next_tb = cflags | 1;
+            cpu_loop_exit_noexc(cs);
+        }
     }
-    return c - n;
+    if ((hflags & HF_LWP_IRE_MASK) && elig) {
+        c = s->counter[LWP_EVENT_ID_IRE];
+        k = c >= 0 ? c + 1 : 1;
+        if (k < n) {
+            cs->cflags_next_tb = cflags | k;
+            cpu_loop_exit_noexc(cs);
+        }
+        s->counter[LWP_EVENT_ID_IRE] = c - n;
+    }
+    return elig;
 }
 
 /*
- * After the last instruction of a TB retired, @ip: the counter went
- * negative there.  A page fault leaves the record pending (choice 25): it
- * is stored, or the fault taken, before the next CPL 3 instruction.
+ * After the last instruction of a TB retired, at @ip: it made a counter
+ * negative.  @info holds the events it counted for (LWP_FEAT_*), and for
+ * a branch its kind (bits 15:8) and whether it was taken (bit 16); the
+ * next instruction is at @target.  A page fault leaves the record
+ * pending (choice 25): it is stored, or the fault taken, before the next
+ * CPL 3 instruction.
  */
-void helper_lwp_fire(CPUX86State *env, target_ulong ip)
+void helper_lwp_fire(CPUX86State *env, target_ulong ip, target_ulong target,
+                     uint32_t info)
 {
     LwpContext ctx;
     LwpGlue g = { .env = env, .mmu_idx = lwp_mmu_index(env), .ra = 0 };
     LwpMem mem = { .ops = &lwp_mem_ops, .opaque = &g };
-    LwpEventInfo info = { .ip = ip, .events = LWP_FEAT_IRE };
+    LwpEventInfo ev = {
+        .ip = ip,
+        .events = info & 0xff,
+        .target = target,
+        .branch_kind = (info >> 8) & 0xff,
+        .taken = (info >> 16) & 1,
+    };
     LwpResult res;
 
     lwp_x86_context(env, &ctx);
-    lwp_store_events(&env->lwp, &ctx, &mem, &info, LWP_FEAT_IRE, &res);
+    lwp_store_events(&env->lwp, &ctx, &mem, &ev, ev.events, &res);
 }
 
 /* 5.1 */
 void helper_llwpcb(CPUX86State *env, target_ulong ea)
 {
-    bool counts = lwp_tb_counts(env);
+    bool counts = lwp_counted(env, env->hflags, env->eip);
     LwpContext ctx;
     LwpGlue g;
     LwpMem mem;
