@@ -144,10 +144,10 @@ static void test_max_without_lwp(void)
 
 /*
  * -cpu max,+lwp reports what the implementation supports so far: LwpAvail,
- * LwpVAL, LwpIRE and LwpBRE (events 1-3), so EBX describes an LWPCB with
- * three event slots (LwpCbSize 0x13, LwpEventSize 0x20, LwpMaxEvents 3,
- * LwpEventOffset 0x80), and ECX is LwpIpFiltering (bit 29), LwpVersion
- * 1, LwpMinBufferSize 1.
+ * LwpVAL, LwpIRE, LwpBRE (events 1-3) and LwpInt, so EBX describes an
+ * LWPCB with three event slots (LwpCbSize 0x13, LwpEventSize 0x20,
+ * LwpMaxEvents 3, LwpEventOffset 0x80), and ECX is LwpIpFiltering (bit
+ * 29), LwpVersion 1, LwpMinBufferSize 1.
  */
 static void test_max_with_lwp(void)
 {
@@ -155,7 +155,7 @@ static void test_max_with_lwp(void)
 
     g_assert_cmphex(w.ext3_ecx & (1u << 15), ==, 1u << 15);
     g_assert_cmphex(w.xcr0_hi & (1u << 30), ==, 1u << 30);
-    g_assert_cmphex(w.edx, ==, 0x0000000F);
+    g_assert_cmphex(w.edx, ==, 0x8000000F);
     g_assert_cmphex(w.ebx, ==, 0x80032013);
     g_assert_cmphex(w.ecx, ==, 0x20010200);
     g_assert_cmphex(w.xlevel, >=, LWP_LEAF);

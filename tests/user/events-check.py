@@ -42,8 +42,9 @@
 #     ascending EventId order (choice 20), after the instruction's own
 #     LWPVAL/LWPINS record (5.3, 5.4 notes);
 #   - a signal handler's instructions count like any others, its
-#     rt_sigreturn SYSCALL does not, and a faulting instruction counts once,
-#     when it retires after the handler (SIGNAL_HANDLER_COUNTS);
+#     rt_sigreturn SYSCALL does not, and a faulting instruction counts
+#     once, when it retires after the handler (SIGNAL_HANDLER_COUNTS,
+#     choice 43);
 #   - BRE record: Flags TKN = 1 for unconditional branches and for taken
 #     conditional ones (next instruction != fall-through), FUS = 0, PRV =
 #     PRD = 0 (no LwpBranchPrediction); TargetAddress (Data2) = the next
@@ -67,12 +68,13 @@ import tempfile
 # 17); LWPVAL's is 0 (Table 6-1)
 MIN_INTERVAL = 1
 
-# A SIGSEGV handler's instructions run at CPL 3 and count, up to and
-# including the restorer's MOV; its rt_sigreturn SYSCALL does not (choice
-# 39).  This is the qemu-x86_64 "OS" choice for LWP state across a signal
-# (the spec does not say what an OS does); False would model a handler
-# that runs with LWP disabled, as under an OS that starts it with the
-# XSAVE components in their initial state.
+# LWP state across a signal (choice 43): qemu-x86_64 leaves it alone.
+# The handler runs at CPL 3 with LWP counting, rt_sigreturn does not
+# restore component 62 from the frame, so a SIGSEGV handler's
+# instructions count like any others, its rt_sigreturn SYSCALL does not
+# (choice 39), and the faulting instruction counts once, when it retires
+# after the handler.  False would model a handler that runs with LWP
+# disabled.
 SIGNAL_HANDLER_COUNTS = True
 
 MASK26 = (1 << 26) - 1

@@ -19,6 +19,10 @@
 #include "exec/cpu_ldst.h"
 #include "exec/helper-proto.h"
 #include "helper-tcg.h"
+#ifndef CONFIG_USER_ONLY
+#include "qemu/main-loop.h"
+#include "hw/i386/apic.h"
+#endif
 
 typedef struct LwpGlue {
     CPUX86State *env;
@@ -159,6 +163,31 @@ static void lwp_begin(CPUX86State *env, LwpContext *ctx, LwpGlue *g,
 }
 
 /*
+ * 1.1 step 4: the ring buffer reached the threshold.  The interrupt is
+ * taken before the next instruction: the instructions that store records
+ * end their TB.  System mode: a fixed interrupt with vector
+ * LWP_CFG[47:40] on this CPU's local APIC, which the guest must EOI
+ * (choice 42).  User mode: SIGIO for this thread (cpu_loop).
+ */
+static void lwp_threshold_interrupt(CPUX86State *env)
+{
+#ifdef CONFIG_USER_ONLY
+    env->lwp_int_pending = 1;
+    cpu_exit(env_cpu(env));
+#else
+    X86CPU *cpu = env_archcpu(env);
+
+    if (cpu->apic_state) {
+        bql_lock();
+        apic_deliver_local_vector(cpu->apic_state,
+                                  extract64(env->lwp_cfg,
+                                            LWP_CFG_VECTOR_SHIFT, 8));
+        bql_unlock();
+    }
+#endif
+}
+
+/*
  * Raise what the engine reported.  For a page fault, repeat the failed
  * access with faulting probes: that raises #PF with the right error code
  * (or SIGSEGV in user mode).  Should another CPU have mapped the page in
@@ -168,6 +197,10 @@ static void lwp_finish(LwpGlue *g, LwpStatus st, const LwpResult *res)
 {
     CPUX86State *env = g->env;
 
+    cpu_sync_lwp_hflag(env);
+    if (res->interrupt) {
+        lwp_threshold_interrupt(env);
+    }
     if (st == LWP_FAULT_GP) {
         raise_exception_err_ra(env, EXCP0D_GPF, 0, g->ra);
     }
@@ -271,7 +304,8 @@ uint32_t helper_lwp_tb_enter(CPUX86State *env, uint32_t n, target_ulong first,
         /* nothing of this TB ran: a fault is taken at its first insn */
         lwp_finish(&g, lwp_sync(s, &ctx, &mem, &res), &res);
         cpu_sync_lwp_hflag(env);
-        if (env->hflags != hflags) {
+        /* the threshold interrupt comes before the TB's first insn */
+        if (env->hflags != hflags || res.interrupt) {
             cpu_loop_exit_noexc(cs);
         }
     }
@@ -322,8 +356,18 @@ void helper_lwp_fire(CPUX86State *env, target_ulong ip, target_ulong target,
     };
     LwpResult res;
 
+    uint32_t hflags = env->hflags;
+
     lwp_x86_context(env, &ctx);
     lwp_store_events(&env->lwp, &ctx, &mem, &ev, ev.events, &res);
+    /* a record left pending: the next TB, even chained, must sync first */
+    cpu_sync_lwp_hflag(env);
+    if (env->hflags != hflags) {
+        cpu_exit(env_cpu(env));
+    }
+    if (res.interrupt) {
+        lwp_threshold_interrupt(env);
+    }
 }
 
 /* 5.1 */
