@@ -197,6 +197,7 @@ static void lwp_finish(LwpGlue *g, LwpStatus st, const LwpResult *res)
 {
     CPUX86State *env = g->env;
 
+    /* every LWP state change ends here: update what translation sees */
     cpu_sync_lwp_hflag(env);
     if (res->interrupt) {
         lwp_threshold_interrupt(env);
@@ -303,7 +304,6 @@ uint32_t helper_lwp_tb_enter(CPUX86State *env, uint32_t n, target_ulong first,
         lwp_x86_context(env, &ctx);
         /* nothing of this TB ran: a fault is taken at its first insn */
         lwp_finish(&g, lwp_sync(s, &ctx, &mem, &res), &res);
-        cpu_sync_lwp_hflag(env);
         /* the threshold interrupt comes before the TB's first insn */
         if (env->hflags != hflags || res.interrupt) {
             cpu_loop_exit_noexc(cs);
@@ -389,7 +389,6 @@ void helper_llwpcb(CPUX86State *env, target_ulong ea)
     if (st != LWP_OK && counts) {
         env->lwp.counter[LWP_EVENT_ID_IRE]--;
     }
-    cpu_sync_lwp_hflag(env);
     lwp_finish(&g, st, &res);
 }
 
