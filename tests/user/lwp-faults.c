@@ -35,7 +35,7 @@ static uint32_t avail;
 static unsigned max_event;
 static void *cb, *ring;
 
-/* ---- #GP -------------------------------------------------------------------- */
+/* ---- #GP ----------------------------------------------------------------- */
 
 struct gp_case {
     const char *what;
@@ -185,7 +185,7 @@ static void test_gp(void)
     lwp_off();
 }
 
-/* ---- #PF and restart ------------------------------------------------------- */
+/* ---- #PF and restart ----------------------------------------------------- */
 
 static void *fix_page;          /* the page the hook makes accessible */
 static int fix_count;
@@ -198,7 +198,8 @@ static int fix_hook(const struct fault *f)
 {
     uintptr_t p = (uintptr_t)fix_page;
 
-    if (f->signo != SIGSEGV || !fix_page || f->addr < p || f->addr >= p + 4096) {
+    if (f->signo != SIGSEGV || !fix_page || f->addr < p ||
+        f->addr >= p + 4096) {
         return 0;
     }
     fix_count++;
@@ -350,7 +351,9 @@ static void test_pf(void)
         arm(big + 4096, 0);
         __lwpins64(7, 7, 7);            /* at 4064, page 1 */
         __lwpins64(8, 8, 8);            /* at 4096, page 2: faults */
-        for (i = 0; i < 32 && big[4128 + i] == 0xa5; i++) {
+        i = 0;
+        while (i < 32 && big[4128 + i] == 0xa5) {
+            i++;
         }
         report(fix_count == 1 && rd32(cb, LWPCB_HEAD) == 4128 &&
                read_rec(big, 4064).data1 == 7 &&
@@ -369,6 +372,7 @@ static void test_pf(void)
     {
         uint64_t ip;
 
+        /* volatile: the operand is read although the compiler sees none */
         LWPINS64M_AT(cf, ip, 9, *(volatile uint32_t *)none, 9);
         report(fix_count == 1 && fix_addr == (uintptr_t)none &&
                rd32(cb, LWPCB_HEAD) == 32 &&
@@ -389,8 +393,9 @@ out:
     munmap(cb2, 8192);
 }
 
-/* ---- LWPVAL's memory operand ---------------------------------------------- */
+/* ---- LWPVAL's memory operand --------------------------------------------- */
 
+/* volatile: LWPVAL reads through it, invisibly to the compiler */
 static volatile uint32_t *val_op;
 
 static void do_lwpval_mem(void *arg)

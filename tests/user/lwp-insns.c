@@ -265,8 +265,9 @@ static void test_lwpins(void)
     {
         struct rec r = read_rec(ring, 96);
 
-        report(r.event_id == 255 && r.flags == 0xabcd && r.data1 == 0x7fffffff &&
-               r.data2 == 0x8000000000000001ull, "__lwpins64(0x8000000000000001, "
+        report(r.event_id == 255 && r.flags == 0xabcd &&
+               r.data1 == 0x7fffffff && r.data2 == 0x8000000000000001ull,
+               "__lwpins64(0x8000000000000001, "
                "0x7fffffff, 0xabcd) stores EventId 255 and its operands");
     }
     cf = __lwpins32(0x87654321, 5, 7);
@@ -469,7 +470,8 @@ int main(void)
     __cpuid(LWP_CPUID_LEAF, a, b, c, d);
     cb_size = (b & 0xff) * 8;
     max_event = (b >> LWP_CPUID_EBX_MAXEVENTS_SHIFT) & 0xff;
-    printf("CPUID 8000_001C: EAX 0x%x EBX 0x%x (LWPCB %u bytes, events 1..%u)\n",
+    printf("CPUID 8000_001C: EAX 0x%x EBX 0x%x "
+           "(LWPCB %u bytes, events 1..%u)\n",
            a, b, cb_size, max_event);
     if (max_event > LWP_NUM_EVENTS) {
         max_event = LWP_NUM_EVENTS;

@@ -64,7 +64,8 @@ static int ring_is(const void *ring, unsigned n, uint64_t tag, uint16_t fl)
 
         if (rc.event_id != LWP_EVENT_ID_INS || rc.data2 != tag ||
             rc.flags != fl || rc.data1 != i) {
-            printf("    record %u: EventId %u Flags 0x%x Data1 %u Data2 0x%llx\n",
+            printf("    record %u: EventId %u Flags 0x%x Data1 %u "
+                   "Data2 0x%llx\n",
                    i, rc.event_id, rc.flags, rc.data1,
                    (unsigned long long)rc.data2);
             return 0;

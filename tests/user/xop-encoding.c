@@ -71,7 +71,7 @@
 #include <sys/wait.h>
 #include <sys/syscall.h>
 
-/* ---- fixed guest addresses ------------------------------------------------ */
+/* ---- fixed guest addresses ----------------------------------------------- */
 
 /*
  * Every register that forms an address holds S, so [reg], [reg+reg] and
@@ -91,7 +91,7 @@
 #define FLAGS_IN        0x8d7ull /* OF SF ZF AF PF CF set, bit 1 */
 #define FLAGS_ARITH     0x8d5ull
 
-/* ---- classes and categories ------------------------------------------------- */
+/* ---- classes and categories ---------------------------------------------- */
 
 enum cls { K_UD, K_LLWPCB, K_SLWPCB, K_LWPINS, K_LWPVAL, K_POP, K_OTHER };
 
@@ -137,7 +137,7 @@ static const char *const cat_desc[C_NUM] = {
     [C_POP_UD] = "8F /4 (map_select < 8) raises #UD",
 };
 
-/* ---- encodings ------------------------------------------------------------- */
+/* ---- encodings ----------------------------------------------------------- */
 
 struct enc {
     int m32;            /* legacy mode (32-bit code segment) */
@@ -422,7 +422,7 @@ static void hex(const struct cand *c, char *buf)
     }
 }
 
-/* ---- per-category tallies --------------------------------------------------- */
+/* ---- per-category tallies ------------------------------------------------ */
 
 #define EXAMPLES 4
 
@@ -478,7 +478,7 @@ static void tally_report(const char *what, const char *tool, int lwp)
     }
 }
 
-/* ---- 64-bit execution -------------------------------------------------------- */
+/* ---- 64-bit execution ---------------------------------------------------- */
 
 struct cpu {
     uint64_t r[16];     /* rax rcx rdx rbx rsp rbp rsi rdi r8..r15 */
@@ -1056,7 +1056,7 @@ static void test_cb_operands(void)
               "register)");
 }
 
-/* ---- legacy mode set-up ------------------------------------------------------- */
+/* ---- legacy mode set-up -------------------------------------------------- */
 
 /*
  * The LDT entry for the 32-bit code segment.  Linux takes a 16-byte
