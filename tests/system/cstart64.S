@@ -154,16 +154,20 @@ isr_common:
 /*
  * int run_in_user(void (*fn)(void *), void *arg)
  *
- * iretq to user_entry at CPL3 (interrupts off) on user_stack.  We come
- * back through user_return(ret), called from the "int $USER_RET_VECTOR"
- * handler (ret = 0) or from the handler of an exception the CPL3 code did
- * not expect (ret = USER_EXCEPTION | vector).  Exceptions taken at CPL3
- * run on the TSS RSP0 stack, not on this one, so the frame saved here
- * survives them.
+ * iretq to user_entry at CPL3 (interrupts off; on for run_in_user_irq)
+ * on user_stack.  We come back through user_return(ret), called from the
+ * "int $USER_RET_VECTOR" handler (ret = 0) or from the handler of an
+ * exception the CPL3 code did not expect (ret = USER_EXCEPTION | vector).
+ * Exceptions and interrupts taken at CPL3 run on the TSS RSP0 stack, not
+ * on this one, so the frame saved here survives them.
  */
-    .globl run_in_user
+    .globl run_in_user, run_in_user_irq
+run_in_user_irq:                /* the same, with interrupts enabled */
+    mov $0x202, %edx            /* RFLAGS: IF = 1 */
+    jmp 1f
 run_in_user:
-    push %rbp
+    mov $0x2, %edx              /* RFLAGS: IF = 0 */
+1:  push %rbp
     push %rbx
     push %r12
     push %r13
@@ -172,7 +176,7 @@ run_in_user:
     mov %rsp, user_saved_rsp(%rip)
     pushq $USER_DS              /* SS */
     pushq $user_stack_top       /* RSP */
-    pushq $0x2                  /* RFLAGS: IF = 0 */
+    push %rdx                   /* RFLAGS */
     pushq $USER_CS              /* CS */
     pushq $user_entry           /* RIP */
     mov $USER_DS, %eax

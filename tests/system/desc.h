@@ -121,6 +121,12 @@ static inline unsigned exception_vector(void)
  */
 int run_in_user(void (*fn)(void *), void *arg);
 
+/* 64-bit kernel only: run_in_user() with EFLAGS.IF = 1 at CPL3 */
+int run_in_user_irq(void (*fn)(void *), void *arg);
+
+/* Make INT @vector usable at CPL3 (gate DPL 3), handled as handle_irq() */
+void allow_user_int(unsigned vector);
+
 /* The frame of the exception that ended the CPL3 or virtual-8086 code */
 extern struct ex_regs user_ex_regs;
 

@@ -494,6 +494,11 @@ void setup_desc(void)
     outb(0xa1, 0xff);
 }
 
+void allow_user_int(unsigned vector)
+{
+    set_idt_entry(vector, isr_table[vector], 3);
+}
+
 void handle_irq(unsigned vector, handler_fn fn)
 {
     handlers[vector] = fn;

@@ -20,6 +20,7 @@ typedef uint64_t u64;
 #define BIT(n)          (1u << (n))
 #define BIT_ULL(n)      ((u64)1 << (n))
 #define ARRAY_SIZE(a)   (sizeof(a) / sizeof((a)[0]))
+#define MIN(a, b)       ((a) < (b) ? (a) : (b))
 
 #define __printf(a, b)  __attribute__((format(printf, a, b)))
 

@@ -17,17 +17,11 @@
 #include "libcflat.h"
 #include "desc.h"
 #include "processor.h"
+#include "lwp-guest.h"
+#include "lwp-events.h"
 
-#define MSR_LWP_CFG         0xc0000105
-#define MSR_LWP_CBADDR      0xc0000106
-#define LWP_LEAF            0x8000001c
-#define CPUID_EXT3_LWP      BIT(15)             /* CPUID 0x80000001 ECX */
 #define XSTATE_FP_SSE_AVX   0x7ul
-#define XSTATE_LWP          BIT_ULL(62)
 
-/* LWP_CFG: bits 31:1 features, 39:32 COREID, 47:40 VECTOR */
-#define LWP_CFG_COREID(x)   ((u64)(x) << 32)
-#define LWP_CFG_VECTOR(x)   ((u64)(x) << 40)
 /* Written without #GP but read back as 0, as on the AMD FX-8150 */
 #define LWP_CFG_IGNORED     0xffff000000000001ul
 
@@ -44,14 +38,6 @@ static enum config config;
 static bool fam15h(void)
 {
     return config == CONFIG_G4 || config == CONFIG_G5;
-}
-
-/* CPUID 0x8000001C, all zero when the leaf is beyond the maximum */
-static struct cpuid lwp_cpuid(void)
-{
-    struct cpuid zero = { 0, 0, 0, 0 };
-
-    return cpuid(0x80000000).a >= LWP_LEAF ? cpuid(LWP_LEAF) : zero;
 }
 
 /* ---- harness self-tests ---- */
@@ -126,8 +112,7 @@ static void test_harness(void)
     cli();
     report(irq_count == 1,
            "fixed self-IPI, vector 0x40 - expect the handler to run once");
-    report(!(apic_read(APIC_ISR + 0x10 * (SELF_IPI_VECTOR / 32)) &
-             BIT(SELF_IPI_VECTOR % 32)),
+    report(!apic_vector_bit(APIC_ISR, SELF_IPI_VECTOR),
            "APIC ISR bit of vector 0x40 after EOI - expect clear");
     report_prefix_pop();
 }
@@ -522,6 +507,7 @@ int main(u32 magic, u32 mbi)
         test_lwp_avail(edx);
         test_lwp_user(edx);
     }
+    test_lwp_events();
     report_prefix_pop();
     return report_summary();
 }

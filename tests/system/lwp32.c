@@ -19,25 +19,11 @@
 #include "libcflat.h"
 #include "desc.h"
 #include "processor.h"
+#include "lwp-guest.h"
 #include "lwp32.h"
 
-#define MSR_LWP_CFG         0xc0000105
-#define MSR_LWP_CBADDR      0xc0000106
-#define LWP_LEAF            0x8000001c
-#define CPUID_EXT3_LWP      BIT(15)             /* CPUID 0x80000001 ECX */
 #define XSTATE_X87_SSE      0x3ull
-#define XSTATE_LWP          BIT_ULL(62)
-
-/* LWPCB.Flags and LWP_CFG feature bits (Figure 6-2, Table 3-1) */
-#define LWP_VAL             BIT(1)
-#define LWP_IRE             BIT(2)
-#define LWP_CFG_COREID(x)   ((u64)(x) << 32)
 #define CORE_ID             0xa7
-
-#define EVENT_VAL           1                   /* LWPVAL record */
-#define EVENT_INS           0xff                /* LWPINS record */
-#define RECORD_SIZE         32                  /* LwpEventSize */
-#define EVENT_OFFSET        0x80                /* LwpEventOffset */
 
 #define X86_EFLAGS_CF       BIT(0)
 
@@ -55,44 +41,6 @@
 /* Conventional memory for a 16-bit SS-relative operand (SS base 0) */
 #define LOW_SCRATCH         0x7000
 
-/* LWPCB (Table 6-1) with LwpEventOffset 0x80 */
-struct lwpcb {
-    u32 flags;
-    u32 buffer_size;                    /* Random in bits 31:28 */
-    u64 buffer_base;
-    u32 head;
-    u32 reserved20;
-    u64 missed_events;
-    u32 threshold;
-    u32 filters;
-    u64 base_ip;
-    u64 limit_ip;
-    u64 reserved56;
-    u32 tail;
-    u32 reserved68;
-    u8 software[16];
-    u8 reserved88[EVENT_OFFSET - 88];
-    struct {
-        u32 interval;
-        u32 counter;
-    } event[6];                         /* EventId 1-6 */
-};
-
-/* Event record (Figures 2-2 and 2-8) */
-struct lwp_record {
-    u8 event_id;
-    u8 core_id;
-    u16 flags;
-    u32 data1;
-    u64 ip;
-    u64 data2;
-    u64 reserved;
-};
-
-_Static_assert(sizeof(struct lwp_record) == RECORD_SIZE, "record size");
-_Static_assert(__builtin_offsetof(struct lwpcb, tail) == 64, "LWPCB");
-_Static_assert(__builtin_offsetof(struct lwpcb, event) == EVENT_OFFSET,
-               "LWPCB");
 _Static_assert(__builtin_offsetof(struct insn_regs, eflags) == R_EFLAGS,
                "insn_regs");
 

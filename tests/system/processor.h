@@ -32,6 +32,7 @@
 #define APIC_EOI            0xb0
 #define APIC_SPIV           0xf0
 #define APIC_ISR            0x100
+#define APIC_IRR            0x200
 #define APIC_ICR            0x300
 #define APIC_ICR2           0x310
 #define APIC_SPIV_ENABLE    BIT(8)
@@ -206,6 +207,12 @@ static inline void apic_write(u32 reg, u32 val)
 {
     /* MMIO: every access must reach the APIC */
     *(volatile u32 *)(APIC_BASE + reg) = val;
+}
+
+/* Bit @vec of the 256-bit APIC register @reg (APIC_ISR, APIC_IRR) */
+static inline bool apic_vector_bit(u32 reg, unsigned vec)
+{
+    return apic_read(reg + 0x10 * (vec / 32)) & BIT(vec % 32);
 }
 
 void enable_apic(void);

@@ -1,0 +1,583 @@
+/*
+ * System-mode tests of LWP's events around CPL changes and of the
+ * threshold interrupt, in the 64-bit kernel:
+ *
+ * - CPL0 code is never counted (spec 1.1, 2.2): SYSCALL and INT n
+ *   handlers and the kernel after the CPL3 code returned run loops of
+ *   known length with LWP enabled, and add nothing.
+ * - A CPL3 sequence with SYSCALL/SYSRET and INT n/IRET in it is counted
+ *   exactly (spec 2.2, 2.3, Table 6-1): the records must be those of a
+ *   model run over the assembler's list of the sequence's instructions
+ *   (lwp-user64.S).  SYSCALL and INT n leave CPL3 and are not counted,
+ *   SYSRET and IRET enter it and are not counted either (choice 39);
+ *   neither is a branch (spec 2.3, choice 40).
+ * - The threshold interrupt (spec 1.1 step 4, 4.2, 6, 8.5; choice 42): a
+ *   fixed local APIC interrupt with vector LWP_CFG[47:40], taken after
+ *   the instruction whose record reached the threshold, once per store
+ *   at or over the threshold (choice 22), and never without INT in
+ *   LWP_CFG or in LWPCB.Flags, or with Threshold > BufferSize.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#include "libcflat.h"
+#include "desc.h"
+#include "processor.h"
+#include "lwp-guest.h"
+#include "lwp-events.h"
+
+#define XSTATE_FP_SSE_AVX   0x7ul
+#define CORE_ID             0x3d
+
+#define MSR_STAR            0xc0000081
+#define MSR_LSTAR           0xc0000082
+#define MSR_FMASK           0xc0000084
+#define EFER_SCE            BIT(0)
+/* STAR[63:48]: SYSRET loads CS = base + 16 (USER_CS), SS = base + 8 */
+#define STAR_SYSRET_BASE    0x10
+#define FMASK_TF_IF_DF      0x700
+
+/* Threshold interrupt vectors (LWP_CFG[47:40]) */
+#define VECTOR_A            0x51
+#define VECTOR_B            0xa7
+
+#define RING_RECORDS        256
+#define MAX_RECORDS         128
+#define MAX_IRQS            64
+
+static struct lwpcb cb __attribute__((aligned(64)));
+static struct lwp_record ring[RING_RECORDS] __attribute__((aligned(4096)));
+static u32 min_ring;                    /* LwpMinBufferSize in bytes */
+static u32 lwp_edx;                     /* CPUID 0x8000001C EDX */
+
+/* CPL0 entries of INT LWP_TEST_INT_VECTOR */
+static volatile unsigned user_ints;
+
+static void user_int_handler(struct ex_regs *regs)
+{
+    (void)regs;
+    lwp_ring0_loop();
+    user_ints++;
+}
+
+/* ---- threshold interrupt handler ---- */
+
+static struct {
+    volatile unsigned count;            /* interrupts taken */
+    volatile unsigned wrong;            /* ... on the vector not in LWP_CFG */
+    unsigned long rip[MAX_IRQS], cs[MAX_IRQS];
+    bool drain, eoi;
+} thr;
+
+static void thr_handler(struct ex_regs *regs)
+{
+    unsigned i = thr.count;
+
+    if (i < MAX_IRQS) {
+        thr.rip[i] = regs->rip;
+        thr.cs[i] = regs->cs;
+    }
+    thr.count = i + 1;
+    if (thr.drain) {
+        /* the consumer empties the ring (spec 1.1) */
+        cb.tail = cb.head;
+    }
+    if (thr.eoi) {
+        apic_write(APIC_EOI, 0);
+    }
+}
+
+static void wrong_vector_handler(struct ex_regs *regs)
+{
+    (void)regs;
+    thr.wrong++;
+    apic_write(APIC_EOI, 0);
+}
+
+static void thr_reset(bool drain, bool eoi)
+{
+    memset(&thr, 0, sizeof(thr));
+    thr.drain = drain;
+    thr.eoi = eoi;
+}
+
+/* Neither in service nor pending: ISR and IRR bits of @vec clear */
+static bool apic_idle(unsigned vec)
+{
+    return !apic_vector_bit(APIC_ISR, vec) && !apic_vector_bit(APIC_IRR, vec);
+}
+
+/* ---- LWP ---- */
+
+/* XCR0[62] and LWP_CFG = @features of EDX, COREID, VECTOR @vec */
+static void lwp_config(u32 features, u8 vec)
+{
+    xsetbv_safe(0, XSTATE_FP_SSE_AVX | XSTATE_LWP);
+    wrmsr(MSR_LWP_CFG, (features & lwp_edx & ~1u) | LWP_CFG_COREID(CORE_ID) |
+          LWP_CFG_VECTOR(vec));
+}
+
+/* A fresh LWPCB for LLWPCB at CPL3 and an all-zero ring of @size bytes */
+static void put_cb(u32 flags, u32 size, u32 threshold)
+{
+    memset(&cb, 0, sizeof(cb));
+    memset(ring, 0, sizeof(ring));
+    cb.flags = flags;
+    cb.buffer_size = size;
+    cb.buffer_base = (uintptr_t)ring;
+    cb.threshold = threshold;
+}
+
+/* SLWPCB at CPL0: flushes the head and the counters (spec 5.2) */
+static u64 slwpcb(void)
+{
+    u64 ea;
+
+    asm volatile("slwpcb %0" : "=r"(ea) : : "memory");
+    return ea;
+}
+
+/* Stop LWP without a flush (spec 4.3) */
+static void lwp_stop(void)
+{
+    wrmsr(MSR_LWP_CBADDR, 0);
+}
+
+static bool has(u32 features)
+{
+    return (lwp_edx & features) == features;
+}
+
+/* ---- 1, 2: counting around SYSCALL and INT n ---- */
+
+struct seq_run {
+    u32 flags;                          /* LWP_IRE, LWP_BRE */
+    u32 ire_interval, ire_counter, bre_interval, bre_counter;
+};
+
+struct seq_model {
+    struct lwp_record rec[MAX_RECORDS];
+    u64 next[MAX_RECORDS];              /* next instruction after rec[i] */
+    unsigned n;
+    u32 ire_counter, bre_counter;       /* after the sequence */
+};
+
+/*
+ * One event of @e: count it down; at -1 append the record and reset the
+ * counter to the interval (spec 1.1 steps 2-5, Table 6-1)
+ */
+static void model_event(struct seq_model *m, u32 *counter, u32 interval,
+                        u8 id, const struct seq_insn *e)
+{
+    struct lwp_record *r = &m->rec[m->n];
+
+    if ((*counter)-- > 0) {
+        return;
+    }
+    *counter = interval;
+    memset(r, 0, sizeof(*r));
+    r->event_id = id;
+    r->core_id = CORE_ID;
+    r->ip = e->ip;
+    if (id == EVENT_BRE) {
+        /* Figure 2-4; FUS, PRV, PRD 0 (choice 40) */
+        r->flags = e->kind == SEQ_TAKEN ? BRE_FLAG_TKN : 0;
+        r->data2 = e->next;
+    }
+    m->next[m->n++] = e->next;
+}
+
+/* The records of lwp_seq[] under @run; IRE's before BRE's (choice 20) */
+static void model_seq(const struct seq_run *run, struct seq_model *m)
+{
+    const struct seq_insn *e;
+
+    memset(m, 0, sizeof(*m));
+    m->ire_counter = run->ire_counter;
+    m->bre_counter = run->bre_counter;
+    for (e = lwp_seq; e < lwp_seq_end && m->n + 2 <= MAX_RECORDS; e++) {
+        if (run->flags & LWP_IRE) {
+            model_event(m, &m->ire_counter, run->ire_interval, EVENT_IRE, e);
+        }
+        if ((run->flags & LWP_BRE) && e->kind != SEQ_INSN) {
+            model_event(m, &m->bre_counter, run->bre_interval, EVENT_BRE, e);
+        }
+    }
+}
+
+static bool record_eq(const struct lwp_record *a, const struct lwp_record *b)
+{
+    return a->event_id == b->event_id && a->core_id == b->core_id &&
+           a->flags == b->flags && a->data1 == b->data1 && a->ip == b->ip &&
+           a->data2 == b->data2 && a->reserved == b->reserved;
+}
+
+/* Index of the first of @n records that differs from the model, or @n */
+static unsigned first_mismatch(const struct seq_model *m, unsigned n)
+{
+    unsigned i;
+
+    for (i = 0; i < n && record_eq(&ring[i], &m->rec[i]); i++) {
+        continue;
+    }
+    return i;
+}
+
+static void report_records(const struct seq_model *m, u32 head)
+{
+    unsigned n = head / RECORD_SIZE, i = first_mismatch(m, MIN(n, m->n));
+    const struct lwp_record *g = &ring[i], *w = &m->rec[i];
+
+    report(head == m->n * RECORD_SIZE && cb.missed_events == 0,
+           "BufferHeadOffset, MissedEvents - expect %u records, none missed "
+           "(got head %u, %lu missed)", m->n, head, cb.missed_events);
+    if (i < MIN(n, m->n)) {
+        report(false, "record %u of %u - expect EventId %u, IP %lx, "
+               "Flags %x, Target %lx (got EventId %u, CoreId %x, IP %lx, "
+               "Flags %x, Data1 %x, Target %lx)", i, m->n, w->event_id,
+               w->ip, w->flags, w->data2, g->event_id, g->core_id, g->ip,
+               g->flags, g->data1, g->data2);
+    } else {
+        report(n >= m->n, "every record - expect the model's EventId, "
+               "CoreId %x, IP, Flags and Target", CORE_ID);
+    }
+}
+
+/* No record names an address outside the CPL3 sequence */
+static void report_cpl3_only(u32 head)
+{
+    unsigned i, n = MIN(head / RECORD_SIZE, RING_RECORDS);
+
+    for (i = 0; i < n; i++) {
+        if (ring[i].ip < (uintptr_t)lwp_seq_text ||
+            ring[i].ip >= (uintptr_t)lwp_seq_text_end) {
+            break;
+        }
+    }
+    report(i == n, "records' InstructionAddress - expect only CPL3 "
+           "addresses, in %p-%p (got record %u of %u at %lx)", lwp_seq_text,
+           lwp_seq_text_end, i, n, i < n ? ring[i].ip : 0);
+}
+
+/*
+ * Run lwp_seq_user() under @run (with interrupts on if @irq), then
+ * lwp_ring0_loop() at CPL0 with LWP still enabled, and flush.  Returns
+ * run_in_user()'s result; the flushed LWPCB is in cb.
+ */
+static int seq_run_once(const struct seq_run *run, u32 extra_flags,
+                        u32 threshold, bool irq)
+{
+    u32 head, ctr[2];
+    u64 ea[2];
+    int ret;
+
+    put_cb(run->flags | extra_flags, sizeof(ring), threshold);
+    cb.event[EVENT_IRE - 1].interval = run->ire_interval;
+    cb.event[EVENT_IRE - 1].counter = run->ire_counter;
+    cb.event[EVENT_BRE - 1].interval = run->bre_interval;
+    cb.event[EVENT_BRE - 1].counter = run->bre_counter;
+    lwp_syscalls = 0;
+    user_ints = 0;
+    ret = (irq ? run_in_user_irq : run_in_user)(lwp_seq_user, &cb);
+
+    /* CPL0 with LWP enabled: a flush, a known loop, a second flush */
+    ea[0] = slwpcb();
+    head = cb.head;
+    ctr[0] = cb.event[EVENT_IRE - 1].counter;
+    ctr[1] = cb.event[EVENT_BRE - 1].counter;
+    lwp_ring0_loop();
+    ea[1] = slwpcb();
+    lwp_stop();
+    report(ea[0] == (uintptr_t)&cb && ea[1] == ea[0] && cb.head == head &&
+           cb.event[EVENT_IRE - 1].counter == ctr[0] &&
+           cb.event[EVENT_BRE - 1].counter == ctr[1],
+           "CPL0 loop of %u DEC + JNZ with LWP enabled - expect SLWPCB %p "
+           "both times, head and counters unchanged (got %lx, %lx; head %u "
+           "-> %u, IRE %x -> %x, BRE %x -> %x)", RING0_LOOPS, &cb, ea[0],
+           ea[1], head, cb.head, ctr[0], cb.event[EVENT_IRE - 1].counter,
+           ctr[1], cb.event[EVENT_BRE - 1].counter);
+    return ret;
+}
+
+static void test_seq(const struct seq_run *run)
+{
+    static struct seq_model m;
+    u32 want = run->flags & lwp_edx;
+    char prefix[48];
+    int ret;
+
+    snprintf(prefix, sizeof(prefix), "IRE %u/%u BRE %u/%u",
+             run->flags & LWP_IRE ? run->ire_interval : 0, run->ire_counter,
+             run->flags & LWP_BRE ? run->bre_interval : 0, run->bre_counter);
+    report_prefix_push(prefix);
+    if (!has(run->flags)) {
+        report_skip("CPUID 0x8000001C EDX %x lacks IRE or BRE", lwp_edx);
+        report_prefix_pop();
+        return;
+    }
+    model_seq(run, &m);
+    ret = seq_run_once(run, 0, 0, false);
+    report(ret == 0 && lwp_syscalls == 2 && user_ints == 1,
+           "CPL3 sequence - expect a normal return after 2 SYSCALLs and 1 "
+           "INT 0x%x, each running %u CPL0 loop iterations (got %x, %u, %u)",
+           LWP_TEST_INT_VECTOR, RING0_LOOPS, ret, lwp_syscalls, user_ints);
+    report(cb.flags == want, "LWPCB.Flags after LLWPCB - expect %x (got %x)",
+           want, cb.flags);
+    report_records(&m, cb.head);
+    report_cpl3_only(cb.head);
+    report((cb.event[EVENT_IRE - 1].counter & LWP_EVENT_MASK) ==
+           (run->flags & LWP_IRE ? m.ire_counter : 0) &&
+           (cb.event[EVENT_BRE - 1].counter & LWP_EVENT_MASK) ==
+           (run->flags & LWP_BRE ? m.bre_counter : 0),
+           "EventCounter2, 3 after the flush - expect %u, %u (got %u, %u)",
+           run->flags & LWP_IRE ? m.ire_counter : 0,
+           run->flags & LWP_BRE ? m.bre_counter : 0,
+           cb.event[EVENT_IRE - 1].counter & LWP_EVENT_MASK,
+           cb.event[EVENT_BRE - 1].counter & LWP_EVENT_MASK);
+    report_prefix_pop();
+}
+
+static void setup_syscall(void)
+{
+    wrmsr(MSR_EFER, rdmsr(MSR_EFER) | EFER_SCE);
+    wrmsr(MSR_STAR, (u64)STAR_SYSRET_BASE << 48 | (u64)KERNEL_CS << 32);
+    wrmsr(MSR_LSTAR, (uintptr_t)lwp_syscall_entry);
+    wrmsr(MSR_FMASK, FMASK_TF_IF_DF);
+    allow_user_int(LWP_TEST_INT_VECTOR);
+    handle_irq(LWP_TEST_INT_VECTOR, user_int_handler);
+}
+
+static void test_counting(void)
+{
+    static const struct seq_run runs[] = {
+        { LWP_IRE | LWP_BRE, 1, 1, 1, 1 },
+        { LWP_IRE | LWP_BRE, 2, 2, 2, 0 },
+        { LWP_IRE | LWP_BRE, 7, 7, 7, 3 },
+        { LWP_IRE | LWP_BRE, 1, 0, 7, 7 },
+        { LWP_IRE | LWP_BRE, 7, 4, 2, 1 },
+        { LWP_IRE, 2, 0, 0, 0 },
+        { LWP_BRE, 0, 0, 1, 0 },
+    };
+    unsigned i;
+
+    report_prefix_push("CPL3 counting");
+    lwp_config(~0u, VECTOR_A);
+    for (i = 0; i < ARRAY_SIZE(runs); i++) {
+        test_seq(&runs[i]);
+    }
+    report_prefix_pop();
+}
+
+/* ---- 3: the threshold interrupt ---- */
+
+/*
+ * @count LWPINS at CPL3 with interrupts on, LWPCB.Flags @flags, a ring
+ * of @size bytes and @threshold; the caller has set LWP_CFG.  Returns
+ * run_in_user_irq()'s result.
+ */
+static int run_lwpins(u32 flags, u32 size, u32 threshold, u32 count)
+{
+    struct lwp_ins_args a = { (uintptr_t)&cb, count };
+
+    put_cb(flags, size, threshold);
+    return run_in_user_irq(lwp_ins_user, &a);
+}
+
+/* Every interrupt frame of the run: RIP @rip at CPL3 */
+static void report_frames(const char *what, unsigned long rip)
+{
+    unsigned i, n = MIN(thr.count, MAX_IRQS);
+
+    for (i = 0; i < n && thr.rip[i] == rip && thr.cs[i] == USER_CS; i++) {
+        continue;
+    }
+    report(n && i == n, "%s: every interrupt frame - expect RIP %lx, CS %x "
+           "(frame %u of %u: RIP %lx, CS %lx)", what, rip, USER_CS, i, n,
+           i < n ? thr.rip[i] : 0, i < n ? thr.cs[i] : 0);
+}
+
+/*
+ * @count LWPINS, Threshold @records records: expect @irqs interrupts on
+ * the vector of LWP_CFG, each right after an LWPINS
+ */
+static void check_lwpins_irqs(const char *what, u32 records, u32 count,
+                              unsigned irqs)
+{
+    int ret = run_lwpins(LWP_INT, min_ring, records * RECORD_SIZE, count);
+
+    report(ret == 0 && thr.count == irqs && !thr.wrong, "%s: %u LWPINS, "
+           "Threshold %u records - expect %u interrupts (got %u, %u on the "
+           "other vector, run_in_user %x)", what, count, records, irqs,
+           thr.count, thr.wrong, ret);
+    report_frames(what, (uintptr_t)lwp_ins_next);
+}
+
+static void test_threshold_lwpins(void)
+{
+    u32 i, nr = min_ring / RECORD_SIZE;
+    int ret;
+
+    /* LLWPCB keeps INT: it is available */
+    thr_reset(true, true);
+    check_lwpins_irqs("drained", 4, 20, 5);
+    report(cb.flags == LWP_INT && cb.missed_events == 0,
+           "LWPCB.Flags, MissedEvents - expect %x, 0 (got %x, %lu)",
+           LWP_INT, cb.flags, cb.missed_events);
+    report(ring[0].event_id == EVENT_INS && ring[0].core_id == CORE_ID &&
+           ring[0].flags == (u16)LWP_INS_IMM &&
+           ring[0].data1 == LWP_INS_DATA1 && ring[0].data2 == LWP_INS_DATA2 &&
+           ring[0].ip == (uintptr_t)lwp_ins_insn,
+           "first LWPINS record - expect EventId 255, Flags %x, Data1 %x, "
+           "Data2 %x, IP %p (got %u, %x, %x, %lx, %lx)", (u16)LWP_INS_IMM,
+           LWP_INS_DATA1, LWP_INS_DATA2, lwp_ins_insn, ring[0].event_id,
+           ring[0].flags, ring[0].data1, ring[0].data2, ring[0].ip);
+    report(apic_idle(VECTOR_A), "APIC ISR and IRR bits of vector 0x%x "
+           "after the handler's EOIs - expect clear", VECTOR_A);
+
+    /* 6 (Threshold): "an interrupt ... every time an event record is stored" */
+    thr_reset(true, true);
+    check_lwpins_irqs("Threshold 0", 0, 6, 6);
+
+    /* Not drained: every store at or over the threshold (choice 22) */
+    thr_reset(false, true);
+    check_lwpins_irqs("not drained", 4, 10, 7);
+
+    /* Without EOI the APIC holds back the next ones (choice 42) */
+    thr_reset(true, false);
+    ret = run_lwpins(LWP_INT, min_ring, 4 * RECORD_SIZE, 20);
+    report(ret == 0 && thr.count == 1 && apic_vector_bit(APIC_ISR, VECTOR_A) &&
+           apic_vector_bit(APIC_IRR, VECTOR_A),
+           "handler without EOI, 20 LWPINS, Threshold 4 records - expect 1 "
+           "interrupt, vector 0x%x in service and pending (got %u, ISR %d, "
+           "IRR %d)", VECTOR_A, thr.count,
+           apic_vector_bit(APIC_ISR, VECTOR_A),
+           apic_vector_bit(APIC_IRR, VECTOR_A));
+    thr.eoi = true;
+    apic_write(APIC_EOI, 0);
+    sti();
+    for (i = 0; i < 1000; i++) {
+        pause();
+    }
+    cli();
+    report(thr.count == 2 && apic_idle(VECTOR_A), "EOI, then STI - expect "
+           "the pending interrupt once, then nothing in service or pending "
+           "(got %u interrupts)", thr.count);
+
+    /* The vector is LWP_CFG[47:40] */
+    lwp_config(~0u, VECTOR_B);
+    handle_irq(VECTOR_A, wrong_vector_handler);
+    handle_irq(VECTOR_B, thr_handler);
+    thr_reset(true, true);
+    check_lwpins_irqs("LWP_CFG vector 0xa7", 4, 8, 2);
+    report(apic_idle(VECTOR_B), "APIC ISR and IRR bits of vector 0x%x - "
+           "expect clear", VECTOR_B);
+    handle_irq(VECTOR_A, thr_handler);
+    handle_irq(VECTOR_B, wrong_vector_handler);
+    lwp_config(~0u, VECTOR_A);
+
+    /* No interrupt */
+    thr_reset(true, true);
+    ret = run_lwpins(LWP_INT, min_ring, min_ring + RECORD_SIZE, nr - 1);
+    report(ret == 0 && thr.count == 0 && !thr.wrong && apic_idle(VECTOR_A) &&
+           cb.head == (nr - 1) * RECORD_SIZE && cb.missed_events == 0,
+           "Threshold = BufferSize + 32, %u LWPINS fill the ring - expect "
+           "no interrupt (got %u, head %u, %lu missed)", nr - 1, thr.count,
+           cb.head, cb.missed_events);
+    thr_reset(true, true);
+    ret = run_lwpins(0, min_ring, 0, 8);
+    report(ret == 0 && thr.count == 0 && !thr.wrong && apic_idle(VECTOR_A) &&
+           cb.head == 8 * RECORD_SIZE,
+           "INT clear in LWPCB.Flags, Threshold 0, 8 LWPINS - expect no "
+           "interrupt (got %u, head %u)", thr.count, cb.head);
+    lwp_config(~LWP_INT, VECTOR_A);
+    thr_reset(true, true);
+    ret = run_lwpins(LWP_INT, min_ring, 0, 8);
+    report(ret == 0 && thr.count == 0 && !thr.wrong && apic_idle(VECTOR_A) &&
+           cb.head == 8 * RECORD_SIZE && cb.flags == 0,
+           "INT clear in LWP_CFG, set in Flags, Threshold 0, 8 LWPINS - "
+           "expect no interrupt, Flags 0 after LLWPCB (got %u, head %u, "
+           "Flags %x)", thr.count, cb.head, cb.flags);
+    lwp_config(~0u, VECTOR_A);
+}
+
+/*
+ * IRE records of the CPL3 sequence with Threshold 0: one interrupt per
+ * record, each taken before the instruction after the recorded one.
+ */
+static void test_threshold_ire(void)
+{
+    static const struct seq_run run = { LWP_IRE, 2, 1, 0, 0 };
+    static struct seq_model m;
+    unsigned i, n;
+    int ret;
+
+    if (!has(LWP_IRE)) {
+        report_skip("CPUID 0x8000001C EDX %x lacks IRE", lwp_edx);
+        return;
+    }
+    model_seq(&run, &m);
+    thr_reset(true, true);
+    ret = seq_run_once(&run, LWP_INT, 0, true);
+    n = MIN(thr.count, MAX_IRQS);
+    report(ret == 0 && thr.count == m.n && !thr.wrong,
+           "IRE interval 2, Threshold 0 - expect %u interrupts, one per "
+           "record (got %u, %u on the other vector, run_in_user %x)",
+           m.n, thr.count, thr.wrong, ret);
+    for (i = 0; i < n && i < m.n && thr.rip[i] == m.next[i] &&
+         thr.cs[i] == USER_CS; i++) {
+        continue;
+    }
+    report(n == m.n && i == n, "interrupt frames - expect RIP = the "
+           "instruction after each recorded one, CS %x (frame %u: expect "
+           "%lx, got %lx)", USER_CS, i, i < m.n ? m.next[i] : 0,
+           i < n ? thr.rip[i] : 0);
+    report_records(&m, cb.head);
+}
+
+static void test_threshold(void)
+{
+    report_prefix_push("threshold interrupt");
+    if (!has(LWP_INT)) {
+        report_skip("CPUID 0x8000001C EDX %x lacks LwpInt", lwp_edx);
+        report_prefix_pop();
+        return;
+    }
+    enable_apic();
+    handle_irq(VECTOR_A, thr_handler);
+    handle_irq(VECTOR_B, wrong_vector_handler);
+    lwp_config(~0u, VECTOR_A);
+    test_threshold_ire();
+    test_threshold_lwpins();
+    handle_irq(VECTOR_A, NULL);
+    handle_irq(VECTOR_B, NULL);
+    report_prefix_pop();
+}
+
+void test_lwp_events(void)
+{
+    struct cpuid r;
+
+    report_prefix_push("events");
+    if (!(cpuid(0x80000001).c & CPUID_EXT3_LWP) || !enable_osxsave()) {
+        report_skip("no LWP: event and threshold interrupt tests");
+        report_prefix_pop();
+        return;
+    }
+    r = lwp_cpuid();
+    lwp_edx = r.d;
+    min_ring = ((r.c >> 16) & 0xff) * 32 * RECORD_SIZE;
+    if (min_ring < RECORD_SIZE) {
+        min_ring = 32 * RECORD_SIZE;
+    }
+    if (min_ring > sizeof(ring)) {
+        report_skip("LwpMinBufferSize %u bytes > %u", min_ring,
+                    (unsigned)sizeof(ring));
+        report_prefix_pop();
+        return;
+    }
+    setup_syscall();
+    test_counting();
+    test_threshold();
+    lwp_stop();
+    wrmsr(MSR_LWP_CFG, 0);
+    report_prefix_pop();
+}
