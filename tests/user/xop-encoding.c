@@ -63,8 +63,10 @@
  */
 
 #include "lwp-test.h"
+#include "xop-encoding.h"
 
 #include <asm/ldt.h>
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/resource.h>
@@ -301,9 +303,11 @@ static void add(const struct enc *e)
     c->b[c->len++] = e->modrm;
     emit_tail(e, c, addr16);
     if (e->xop && e->map == 0xa) {
-        /* imm32 0x0b0f0b0f: the bytes 0f 0b 0f 0b are UD2 UD2, so an
+        /*
+         * imm32 0x0b0f0b0f: the bytes 0f 0b 0f 0b are UD2 UD2, so an
          * immediate taken as shorter than 32 bits ends in a SIGILL that
-         * is not at the instruction's first byte */
+         * is not at the instruction's first byte
+         */
         static const uint8_t imm[4] = { 0x0f, 0x0b, 0x0f, 0x0b };
 
         memcpy(&c->b[c->len], imm, 4);
@@ -479,17 +483,6 @@ static void tally_report(const char *what, const char *tool, int lwp)
 }
 
 /* ---- 64-bit execution ---------------------------------------------------- */
-
-struct cpu {
-    uint64_t r[16];     /* rax rcx rdx rbx rsp rbp rsi rdi r8..r15 */
-    uint64_t flags;
-};
-
-void xe_enter(struct cpu *io, uintptr_t code);
-void xe_exit(void);
-void xe_enter32(uintptr_t code);
-extern uint32_t xe32_regval;
-extern uint32_t xe32_exit_ptr;
 
 /*
  * xe_enter loads every GPR and the flags from *io, jumps to code; the slot
@@ -782,16 +775,20 @@ static void exec_all(int m32, int lwp, int skip_other)
         }
         if ((io.flags & FLAGS_ARITH) != (exp.flags & FLAGS_ARITH)) {
             note_bad(c->cat, c, "%s: expected flags 0x%llx, got 0x%llx",
-                     cls_name[cls], (unsigned long long)(exp.flags &
-                     FLAGS_ARITH), (unsigned long long)(io.flags & FLAGS_ARITH));
+                     cls_name[cls],
+                     (unsigned long long)(exp.flags & FLAGS_ARITH),
+                     (unsigned long long)(io.flags & FLAGS_ARITH));
         }
         if (ea) {
             uint64_t want = c->osize16 ? (POP_VALUE & 0xffff) : POP_VALUE;
-            uint64_t got = c->osize16 ? (rd64((void *)(uintptr_t)ea, 0) &
-                                         0xffff) : rd64((void *)(uintptr_t)ea, 0);
+            uint64_t got = rd64((void *)(uintptr_t)ea, 0);
 
+            if (c->osize16) {
+                got &= 0xffff;
+            }
             if (got != want) {
-                note_bad(c->cat, c, "pop: expected 0x%llx at 0x%llx, got 0x%llx",
+                note_bad(c->cat, c,
+                         "pop: expected 0x%llx at 0x%llx, got 0x%llx",
                          (unsigned long long)want, (unsigned long long)ea,
                          (unsigned long long)got);
             }
@@ -1235,6 +1232,29 @@ static void note_div(int cat, const struct cand *c, const char *text)
     t->diverge++;
 }
 
+/*
+ * "   1a0:\tinsn": the hexadecimal address before the colon of an objdump
+ * line (after leading blanks) in *addr, and *rest just after the colon;
+ * 0 when the line does not start that way
+ */
+static int parse_objdump_addr(char *line, long *addr, char **rest)
+{
+    char *p = line + strspn(line, " \t");
+    char *digits = p;
+    long v = 0;
+
+    for (; isxdigit((unsigned char)*p); p++) {
+        v = v * 16 + (isdigit((unsigned char)*p) ? *p - '0'
+                      : tolower((unsigned char)*p) - 'a' + 10);
+    }
+    if (p == digits || *p != ':') {
+        return 0;
+    }
+    *addr = v;
+    *rest = p + 1;
+    return 1;
+}
+
 static int objdump_check(int m32)
 {
     char path[] = "/tmp/xop-encoding-XXXXXX";
@@ -1273,13 +1293,12 @@ static int objdump_check(int m32)
         return 0;
     }
     while (fgets(line, sizeof(line), fp)) {
-        char *colon, *end;
-        long addr = strtol(line, &end, 16);
+        char *colon;
+        long addr;
 
-        if (end == line || *end != ':' || line[0] != ' ') {
+        if (line[0] != ' ' || !parse_objdump_addr(line, &addr, &colon)) {
             continue;
         }
-        colon = end + 1;
         colon += strspn(colon, " \t");
         colon[strcspn(colon, "\n")] = 0;
         if (last >= 0) {
