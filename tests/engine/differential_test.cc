@@ -357,6 +357,8 @@ class Sequence
     bool op_sync();
     bool before_cpl3(bool *ok);
     bool do_retire(const LwpEventInfo &info, bool *ok);
+    void random_operands(uint32_t *data1, uint64_t *data2, uint32_t *imm);
+    bool retire_lwp_insn(uint64_t ip, unsigned cnh_chance);
     bool do_xrstor(const uint8_t *area, unsigned cpl, const char *why);
 
     // comparison
@@ -1154,6 +1156,35 @@ bool Sequence::op_run()
     return true;
 }
 
+// The operands of an LWPINS or LWPVAL: Data1 (reg/mem), Data2 (a 64-bit
+// register only in 64-bit mode) and the imm32
+void Sequence::random_operands(uint32_t *data1, uint64_t *data2, uint32_t *imm)
+{
+    *data1 = uint32_t(rng_.next());
+    *data2 = ctx_.long64 && rng_.chance(50) ? rng_.next()
+                                            : rng_.next() & 0xffffffffu;
+    *imm = uint32_t(rng_.next());
+}
+
+// After an LWPINS or LWPVAL at @ip that completed: most often it retires
+// too (an Instructions Retired event, with @cnh_chance % a CPU clocks one)
+bool Sequence::retire_lwp_insn(uint64_t ip, unsigned cnh_chance)
+{
+    if (!rng_.chance(60)) {
+        return true;
+    }
+    LwpEventInfo e;
+    std::memset(&e, 0, sizeof(e));
+    e.ip = ip;
+    e.events = LWP_FEAT_IRE;
+    if (cnh_chance && rng_.chance(cnh_chance)) {
+        e.events |= LWP_FEAT_CNH;
+        e.cycles = uint32_t(rng_.range(1, 5));
+    }
+    bool ok;
+    return do_retire(e, &ok);
+}
+
 bool Sequence::op_lwpins()
 {
     bool ok;
@@ -1161,10 +1192,9 @@ bool Sequence::op_lwpins()
         return ok || failure.empty();
     }
     uint64_t ip = random_ip();
-    uint32_t data1 = uint32_t(rng_.next());
-    uint64_t data2 = ctx_.long64 && rng_.chance(50) ? rng_.next()
-                                                    : rng_.next() & 0xffffffffu;
-    uint32_t imm = uint32_t(rng_.next());
+    uint32_t data1, imm;
+    uint64_t data2;
+    random_operands(&data1, &data2, &imm);
     std::string call =
         fmt("LWPINS ip %#" PRIx64 " data1 %#x data2 %#" PRIx64 " imm %#x", ip,
             data1, data2, imm);
@@ -1176,14 +1206,7 @@ bool Sequence::op_lwpins()
     if (!check(call, st, r, o)) {
         return false;
     }
-    if (o.kind == Outcome::kOk && rng_.chance(60)) { // it retires
-        LwpEventInfo e;
-        std::memset(&e, 0, sizeof(e));
-        e.ip = ip;
-        e.events = LWP_FEAT_IRE;
-        return do_retire(e, &ok);
-    }
-    return true;
+    return o.kind != Outcome::kOk || retire_lwp_insn(ip, 0);
 }
 
 bool Sequence::op_lwpval()
@@ -1199,10 +1222,9 @@ bool Sequence::op_lwpval()
         return mismatch(call, fmt("  lwp_lwpval_fires: engine %d, model %d\n",
                                   !fires, fires));
     }
-    uint32_t data1 = uint32_t(rng_.next());
-    uint64_t data2 = ctx_.long64 && rng_.chance(50) ? rng_.next()
-                                                    : rng_.next() & 0xffffffffu;
-    uint32_t imm = uint32_t(rng_.next());
+    uint32_t data1, imm;
+    uint64_t data2;
+    random_operands(&data1, &data2, &imm);
     call += fmt(" data1 %#x data2 %#" PRIx64 " imm %#x (fires %d)", data1,
                 data2, imm, fires);
     LwpResult r = {};
@@ -1213,18 +1235,7 @@ bool Sequence::op_lwpval()
     if (!check(call, st, r, o)) {
         return false;
     }
-    if (o.kind == Outcome::kOk && rng_.chance(60)) {
-        LwpEventInfo e;
-        std::memset(&e, 0, sizeof(e));
-        e.ip = ip;
-        e.events = LWP_FEAT_IRE;
-        if (rng_.chance(30)) {
-            e.events |= LWP_FEAT_CNH;
-            e.cycles = uint32_t(rng_.range(1, 5));
-        }
-        return do_retire(e, &ok);
-    }
-    return true;
+    return o.kind != Outcome::kOk || retire_lwp_insn(ip, 30);
 }
 
 // The consumer takes k <= used records: a legal tail move (spec 1.1, 6)

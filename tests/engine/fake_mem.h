@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <cstring>
 #include <map>
+#include <string>
 #include <vector>
 
 #include "lwp-engine.h"
@@ -271,6 +272,18 @@ class FakeMem
     std::vector<Access> log_;
 };
 
+// One instruction at @ip that caused @events, taking one clock for CNH and
+// RNH (no branch or DME data)
+inline LwpEventInfo plain_insn(uint64_t ip, uint32_t events)
+{
+    LwpEventInfo info{};
+    info.ip = ip;
+    info.events = events;
+    info.cycles = (events & LWP_FEAT_CNH) ? 1 : 0;
+    info.ref_cycles = (events & LWP_FEAT_RNH) ? 1 : 0;
+    return info;
+}
+
 // ---------------------------------------------------------------------------
 // An LWPCB image (spec 6, Figure 6-1, Table 6-1), written field by field.
 // interval[n] and counter[n] are the raw dwords (bits 31:26 included).
@@ -330,6 +343,41 @@ inline Record make_record(uint32_t word0, uint32_t data1, uint64_t ip,
         r[8 + i] = static_cast<uint8_t>(ip >> (8 * i));
         r[16 + i] = static_cast<uint8_t>(data2 >> (8 * i));
     }
+    return r;
+}
+
+// Names each case of a parameterized test after its member name, so that
+// a table keeps the names its cases had as tests of their own
+struct CaseName {
+    template <typename Param>
+    std::string operator()(const ::testing::TestParamInfo<Param> &i) const
+    {
+        return i.param.name;
+    }
+};
+
+// A record written out byte by byte, as the spec's figures number them:
+// 32 two-digit hexadecimal bytes, byte 0 first, separated by blanks
+inline Record record_bytes(const char *hex)
+{
+    Record r{};
+    size_t n = 0;
+    for (const char *p = hex; *p != '\0';) {
+        if (*p == ' ') {
+            p++;
+            continue;
+        }
+        unsigned byte = 0;
+        for (int k = 0; k < 2; k++, p++) {
+            byte = byte << 4 |
+                   (*p <= '9' ? unsigned(*p - '0') : unsigned(*p - 'a' + 10));
+        }
+        if (n < r.size()) {
+            r[n] = static_cast<uint8_t>(byte);
+        }
+        n++;
+    }
+    EXPECT_EQ(n, r.size()) << "record_bytes(\"" << hex << "\")";
     return r;
 }
 
@@ -421,12 +469,7 @@ class EngineTest : public ::testing::Test
     // One instruction at @ip that caused @events (no branch or DME data)
     LwpStatus retire(uint64_t ip, uint32_t events)
     {
-        LwpEventInfo info{};
-        info.ip = ip;
-        info.events = events;
-        info.cycles = (events & LWP_FEAT_CNH) ? 1 : 0;
-        info.ref_cycles = (events & LWP_FEAT_RNH) ? 1 : 0;
-        return retire(info);
+        return retire(plain_insn(ip, events));
     }
     LwpStatus store_events(const LwpEventInfo &info, uint32_t events)
     {

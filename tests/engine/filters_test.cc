@@ -15,6 +15,40 @@ namespace
 
 using namespace lwptest;
 
+// A filter setting and what it makes eligible: Filters, the CPUID ECX
+// capabilities taken away, and queries of the fixture's eligible() with
+// the answer each must give.  Each case is named after what it shows.
+template <typename Query> struct FilterCase {
+    const char *name;
+    uint32_t filters;
+    uint32_t ecx_clear;
+    std::vector<Query> queries;
+};
+
+template <typename Query>
+void PrintTo(const FilterCase<Query> &c, std::ostream *os)
+{
+    *os << c.name;
+}
+
+// Loads the case's LWPCB and asks each of its queries
+template <typename Fixture, typename Query>
+class FilterTable : public Fixture,
+                    public ::testing::WithParamInterface<FilterCase<Query>>
+{
+  protected:
+    void check()
+    {
+        const FilterCase<Query> &c = this->GetParam();
+        this->ctx.ecx &= ~c.ecx_clear;
+        this->cb.filters = c.filters;
+        ASSERT_EQ(this->load(), LWP_OK);
+        for (const Query &q : c.queries) {
+            EXPECT_EQ(this->eligible(q), q.want) << q;
+        }
+    }
+};
+
 // ---------------------------------------------------------------------------
 // IP filtering (Table 6-2 IPI, IPF; Table 6-1 BaseIP, LimitIP; row 27)
 
@@ -32,52 +66,60 @@ class IpFilter : public EngineTest
     {
         return lwp_ip_eligible(&s, &ctx, ip);
     }
+    template <typename Query> bool eligible(const Query &q)
+    {
+        return eligible(q.ip);
+    }
 };
 
-TEST_F(IpFilter, RangeIncludesBaseIpAndLimitIp)
+struct IpQuery {
+    uint64_t ip;
+    bool want;
+};
+
+std::ostream &operator<<(std::ostream &os, const IpQuery &q)
 {
-    // "greater than or equal to BaseIP", "less than or equal to LimitIP"
-    cb.filters = LWP_FILTER_IPF;
-    ASSERT_EQ(load(), LWP_OK);
-    EXPECT_FALSE(eligible(0x0fff));
-    EXPECT_TRUE(eligible(0x1000));
-    EXPECT_TRUE(eligible(0x1800));
-    EXPECT_TRUE(eligible(0x1fff));
-    EXPECT_FALSE(eligible(0x2000));
-    EXPECT_FALSE(eligible(0xffffffff80001000ull));
+    return os << "ip " << std::hex << q.ip;
 }
 
-TEST_F(IpFilter, InvertSelectsOnlyAddressesOutsideTheRange)
+using IpFilterTable = FilterTable<IpFilter, IpQuery>;
+
+TEST_P(IpFilterTable, Eligibility)
 {
-    // IPI: "Only instructions outside the range from BaseIP to LimitIP"
-    cb.filters = LWP_FILTER_IPF | LWP_FILTER_IPI;
-    ASSERT_EQ(load(), LWP_OK);
-    EXPECT_TRUE(eligible(0x0fff));
-    EXPECT_FALSE(eligible(0x1000));
-    EXPECT_FALSE(eligible(0x1fff));
-    EXPECT_TRUE(eligible(0x2000));
+    check();
 }
 
-TEST_F(IpFilter, InvertWithoutIpfIsIgnored)
-{
-    // IPI: "Ignored if IPF is zero"
-    cb.filters = LWP_FILTER_IPI;
-    ASSERT_EQ(load(), LWP_OK);
-    EXPECT_TRUE(eligible(0x0fff));
-    EXPECT_TRUE(eligible(0x1000));
-    EXPECT_TRUE(eligible(0x2000));
-}
-
-TEST_F(IpFilter, IgnoredWithoutTheIpFilteringCapability)
-{
-    // Table 3-1 LwpIpFiltering 0: "The IPI, IPF, BaseIP, and LimitIP
-    // fields of the LWPCB are ignored"
-    ctx.ecx &= ~LWP_CAP_IP_FILTERING;
-    cb.filters = LWP_FILTER_IPF;
-    ASSERT_EQ(load(), LWP_OK);
-    EXPECT_TRUE(eligible(0x0fff));
-    EXPECT_TRUE(eligible(0x2000));
-}
+INSTANTIATE_TEST_SUITE_P(
+    IpFilter, IpFilterTable,
+    ::testing::Values(
+        // "greater than or equal to BaseIP", "less than or equal to LimitIP"
+        FilterCase<IpQuery>{"RangeIncludesBaseIpAndLimitIp",
+                            LWP_FILTER_IPF,
+                            0,
+                            {{0x0fff, false},
+                             {0x1000, true},
+                             {0x1800, true},
+                             {0x1fff, true},
+                             {0x2000, false},
+                             {0xffffffff80001000ull, false}}},
+        // IPI: "Only instructions outside the range from BaseIP to LimitIP"
+        FilterCase<IpQuery>{
+            "InvertSelectsOnlyAddressesOutsideTheRange",
+            LWP_FILTER_IPF | LWP_FILTER_IPI,
+            0,
+            {{0x0fff, true}, {0x1000, false}, {0x1fff, false}, {0x2000, true}}},
+        // IPI: "Ignored if IPF is zero"
+        FilterCase<IpQuery>{"InvertWithoutIpfIsIgnored",
+                            LWP_FILTER_IPI,
+                            0,
+                            {{0x0fff, true}, {0x1000, true}, {0x2000, true}}},
+        // Table 3-1 LwpIpFiltering 0: "The IPI, IPF, BaseIP, and LimitIP
+        // fields of the LWPCB are ignored"
+        FilterCase<IpQuery>{"IgnoredWithoutTheIpFilteringCapability",
+                            LWP_FILTER_IPF,
+                            LWP_CAP_IP_FILTERING,
+                            {{0x0fff, true}, {0x2000, true}}}),
+    CaseName{});
 
 TEST_F(IpFilter, AppliesToEveryCountedEvent)
 {
@@ -128,104 +170,112 @@ class BranchFilter : public EngineTest
     {
         return lwp_branch_eligible(&s, &ctx, kind, predicted, predicted_ok);
     }
+    template <typename Query> bool eligible(const Query &q)
+    {
+        return eligible(q.kind, q.predicted, q.predicted_ok);
+    }
 };
 
-TEST_F(BranchFilter, WithoutFiltersEveryBranchIsEligible)
+struct BranchQuery {
+    unsigned kind;
+    bool predicted;
+    bool predicted_ok;
+    bool want;
+};
+
+std::ostream &operator<<(std::ostream &os, const BranchQuery &q)
 {
-    // Table 6-2: each filter bit 0 counts its branches
-    ASSERT_EQ(load(), LWP_OK);
-    EXPECT_TRUE(eligible(LWP_BRANCH_COND));
-    EXPECT_TRUE(eligible(LWP_BRANCH_REL));
-    EXPECT_TRUE(eligible(LWP_BRANCH_INDIRECT));
-    EXPECT_TRUE(eligible(LWP_BRANCH_COND, true, false));
-    EXPECT_TRUE(eligible(LWP_BRANCH_COND, true, true));
+    return os << "kind " << q.kind << " predicted " << q.predicted << " ok "
+              << q.predicted_ok;
 }
 
-TEST_F(BranchFilter, NabSkipsOnlyIndirectBranches)
+using BranchFilterTable = FilterTable<BranchFilter, BranchQuery>;
+
+TEST_P(BranchFilterTable, Eligibility)
 {
-    // NAB: "jumps through a register or memory (JMP opcode FF /4) and
-    // calls through a register or memory (CALL opcode FF /2)"
-    cb.filters = LWP_FILTER_NAB;
-    ASSERT_EQ(load(), LWP_OK);
-    EXPECT_TRUE(eligible(LWP_BRANCH_COND));
-    EXPECT_TRUE(eligible(LWP_BRANCH_REL));
-    EXPECT_FALSE(eligible(LWP_BRANCH_INDIRECT));
+    check();
 }
 
-TEST_F(BranchFilter, NcbSkipsOnlyConditionalBranches)
-{
-    // NCB: Jcc and LOOPcc (row 27: JrCXZ and LOOP too)
-    cb.filters = LWP_FILTER_NCB;
-    ASSERT_EQ(load(), LWP_OK);
-    EXPECT_FALSE(eligible(LWP_BRANCH_COND));
-    EXPECT_TRUE(eligible(LWP_BRANCH_REL));
-    EXPECT_TRUE(eligible(LWP_BRANCH_INDIRECT));
-}
+constexpr unsigned kCond = LWP_BRANCH_COND;
+constexpr unsigned kRel = LWP_BRANCH_REL;
+constexpr unsigned kInd = LWP_BRANCH_INDIRECT;
 
-TEST_F(BranchFilter, NrbSkipsOnlyUnconditionalRelativeBranches)
-{
-    // NRB: JMP, CALL and RET (row 27: RET is relative)
-    cb.filters = LWP_FILTER_NRB;
-    ASSERT_EQ(load(), LWP_OK);
-    EXPECT_TRUE(eligible(LWP_BRANCH_COND));
-    EXPECT_FALSE(eligible(LWP_BRANCH_REL));
-    EXPECT_TRUE(eligible(LWP_BRANCH_INDIRECT));
-}
-
-TEST_F(BranchFilter, NabNcbAndNrbTogetherSkipEveryBranch)
-{
-    // "Caution: If NRB, NCB, and NAB are all set, no branches will be
-    // counted"
-    cb.filters = LWP_FILTER_NAB | LWP_FILTER_NCB | LWP_FILTER_NRB;
-    ASSERT_EQ(load(), LWP_OK);
-    EXPECT_FALSE(eligible(LWP_BRANCH_COND));
-    EXPECT_FALSE(eligible(LWP_BRANCH_REL));
-    EXPECT_FALSE(eligible(LWP_BRANCH_INDIRECT));
-}
-
-TEST_F(BranchFilter, NmbSkipsMispredictedBranches)
-{
-    // Table 6-2 NMB: "Mispredicted branches will not be counted" (with
-    // LwpBranchPrediction)
-    cb.filters = LWP_FILTER_NMB;
-    ASSERT_EQ(load(), LWP_OK);
-    EXPECT_FALSE(eligible(LWP_BRANCH_COND, true, false));
-    EXPECT_TRUE(eligible(LWP_BRANCH_COND, true, true));
-    EXPECT_FALSE(eligible(LWP_BRANCH_INDIRECT, true, false));
-}
-
-TEST_F(BranchFilter, NpbSkipsCorrectlyPredictedBranches)
-{
-    // Table 6-2 NPB: "Correctly predicted branches will not be counted"
-    cb.filters = LWP_FILTER_NPB;
-    ASSERT_EQ(load(), LWP_OK);
-    EXPECT_TRUE(eligible(LWP_BRANCH_COND, true, false));
-    EXPECT_FALSE(eligible(LWP_BRANCH_COND, true, true));
-    EXPECT_FALSE(eligible(LWP_BRANCH_REL, true, true));
-}
-
-TEST_F(BranchFilter, PredictionFiltersActOnlyWhenThePredictionIsKnown)
-{
-    // Row 27: "NMB/NPB act only with LwpBranchPrediction and a known
-    // prediction"; NMB + NPB skip every branch with a prediction
-    cb.filters = LWP_FILTER_NMB | LWP_FILTER_NPB;
-    ASSERT_EQ(load(), LWP_OK);
-    EXPECT_FALSE(eligible(LWP_BRANCH_COND, true, false));
-    EXPECT_FALSE(eligible(LWP_BRANCH_COND, true, true));
-    EXPECT_TRUE(eligible(LWP_BRANCH_COND, false, false));
-    EXPECT_TRUE(eligible(LWP_BRANCH_REL, false, true));
-}
-
-TEST_F(BranchFilter, PredictionFiltersNeedTheBranchPredictionCapability)
-{
-    // Table 3-1 LwpBranchPrediction 0: "NMB and NPB fields of the LWPCB
-    // are ignored"
-    ctx.ecx &= ~LWP_CAP_BRANCH_PREDICTION;
-    cb.filters = LWP_FILTER_NMB | LWP_FILTER_NPB;
-    ASSERT_EQ(load(), LWP_OK);
-    EXPECT_TRUE(eligible(LWP_BRANCH_COND, true, false));
-    EXPECT_TRUE(eligible(LWP_BRANCH_COND, true, true));
-}
+INSTANTIATE_TEST_SUITE_P(
+    BranchFilter, BranchFilterTable,
+    ::testing::Values(
+        // Table 6-2: each filter bit 0 counts its branches
+        FilterCase<BranchQuery>{"WithoutFiltersEveryBranchIsEligible",
+                                0,
+                                0,
+                                {{kCond, false, false, true},
+                                 {kRel, false, false, true},
+                                 {kInd, false, false, true},
+                                 {kCond, true, false, true},
+                                 {kCond, true, true, true}}},
+        // NAB: "jumps through a register or memory (JMP opcode FF /4) and
+        // calls through a register or memory (CALL opcode FF /2)"
+        FilterCase<BranchQuery>{"NabSkipsOnlyIndirectBranches",
+                                LWP_FILTER_NAB,
+                                0,
+                                {{kCond, false, false, true},
+                                 {kRel, false, false, true},
+                                 {kInd, false, false, false}}},
+        // NCB: Jcc and LOOPcc (row 27: JrCXZ and LOOP too)
+        FilterCase<BranchQuery>{"NcbSkipsOnlyConditionalBranches",
+                                LWP_FILTER_NCB,
+                                0,
+                                {{kCond, false, false, false},
+                                 {kRel, false, false, true},
+                                 {kInd, false, false, true}}},
+        // NRB: JMP, CALL and RET (row 27: RET is relative)
+        FilterCase<BranchQuery>{"NrbSkipsOnlyUnconditionalRelativeBranches",
+                                LWP_FILTER_NRB,
+                                0,
+                                {{kCond, false, false, true},
+                                 {kRel, false, false, false},
+                                 {kInd, false, false, true}}},
+        // "Caution: If NRB, NCB, and NAB are all set, no branches will be
+        // counted"
+        FilterCase<BranchQuery>{"NabNcbAndNrbTogetherSkipEveryBranch",
+                                LWP_FILTER_NAB | LWP_FILTER_NCB |
+                                    LWP_FILTER_NRB,
+                                0,
+                                {{kCond, false, false, false},
+                                 {kRel, false, false, false},
+                                 {kInd, false, false, false}}},
+        // Table 6-2 NMB: "Mispredicted branches will not be counted" (with
+        // LwpBranchPrediction)
+        FilterCase<BranchQuery>{"NmbSkipsMispredictedBranches",
+                                LWP_FILTER_NMB,
+                                0,
+                                {{kCond, true, false, false},
+                                 {kCond, true, true, true},
+                                 {kInd, true, false, false}}},
+        // Table 6-2 NPB: "Correctly predicted branches will not be counted"
+        FilterCase<BranchQuery>{"NpbSkipsCorrectlyPredictedBranches",
+                                LWP_FILTER_NPB,
+                                0,
+                                {{kCond, true, false, true},
+                                 {kCond, true, true, false},
+                                 {kRel, true, true, false}}},
+        // Row 27: "NMB/NPB act only with LwpBranchPrediction and a known
+        // prediction"; NMB + NPB skip every branch with a prediction
+        FilterCase<BranchQuery>{
+            "PredictionFiltersActOnlyWhenThePredictionIsKnown",
+            LWP_FILTER_NMB | LWP_FILTER_NPB,
+            0,
+            {{kCond, true, false, false},
+             {kCond, true, true, false},
+             {kCond, false, false, true},
+             {kRel, false, true, true}}},
+        // Table 3-1 LwpBranchPrediction 0: "NMB and NPB fields of the
+        // LWPCB are ignored"
+        FilterCase<BranchQuery>{
+            "PredictionFiltersNeedTheBranchPredictionCapability",
+            LWP_FILTER_NMB | LWP_FILTER_NPB,
+            LWP_CAP_BRANCH_PREDICTION,
+            {{kCond, true, false, true}, {kCond, true, true, true}}}),
+    CaseName{});
 
 TEST_F(BranchFilter, FilteredBranchIsNotCountedButItsInstructionIs)
 {
@@ -265,48 +315,11 @@ class DmeFilter : public EngineTest
     {
         return lwp_dme_eligible(&s, &ctx, latency, source);
     }
+    template <typename Query> bool eligible(const Query &q)
+    {
+        return eligible(q.latency, q.source);
+    }
 };
-
-TEST_F(DmeFilter, MinLatencyIsMultipliedBy16)
-{
-    // MinLatency 4: 64 cycles.  63 rounds down to 48 (row 28).
-    cb.filters = 4;
-    ASSERT_EQ(load(), LWP_OK);
-    EXPECT_FALSE(eligible(0));
-    EXPECT_FALSE(eligible(48));
-    EXPECT_FALSE(eligible(63));
-    EXPECT_TRUE(eligible(64));
-    EXPECT_TRUE(eligible(79));
-    EXPECT_TRUE(eligible(1000));
-}
-
-TEST_F(DmeFilter, MinLatencyZeroDisablesTheLatencyFilter)
-{
-    // Table 6-2 MinLatency: "A value of 0 disables filtering by latency"
-    cb.filters = 0;
-    ASSERT_EQ(load(), LWP_OK);
-    EXPECT_TRUE(eligible(0));
-    EXPECT_TRUE(eligible(15));
-}
-
-TEST_F(DmeFilter, MinLatencyAboveTheMaximumUsesTheMaximum)
-{
-    // 0xff * 16 = 4080 is capped at 1008; so is a latency of 5000
-    cb.filters = 0xff;
-    ASSERT_EQ(load(), LWP_OK);
-    EXPECT_FALSE(eligible(1007));
-    EXPECT_TRUE(eligible(1008));
-    EXPECT_TRUE(eligible(5000));
-}
-
-TEST_F(DmeFilter, LatencyFilterNeedsTheCacheLatencyCapability)
-{
-    // Table 3-1 LwpCacheLatency 0: "MinLatency is ignored"
-    ctx.ecx &= ~LWP_CAP_CACHE_LATENCY;
-    cb.filters = 0xff;
-    ASSERT_EQ(load(), LWP_OK);
-    EXPECT_TRUE(eligible(0));
-}
 
 TEST_F(DmeFilter, CacheLevelFilterSelectsTheDataSource)
 {
@@ -334,35 +347,82 @@ TEST_F(DmeFilter, CacheLevelFilterSelectsTheDataSource)
     }
 }
 
-TEST_F(DmeFilter, WithoutClfEverySourceIsEligible)
+struct DmeQuery {
+    uint32_t latency;
+    unsigned source;
+    bool want;
+};
+
+std::ostream &operator<<(std::ostream &os, const DmeQuery &q)
 {
-    // CLF 0: "The next 4 bits are ignored, and any cache or memory level
-    // is eligible"
-    cb.filters = LWP_FILTER_NBC;
-    ASSERT_EQ(load(), LWP_OK);
+    return os << "latency " << q.latency << " SRC " << q.source;
+}
+
+using DmeFilterTable = FilterTable<DmeFilter, DmeQuery>;
+
+TEST_P(DmeFilterTable, Eligibility)
+{
+    check();
+}
+
+constexpr unsigned kDram = LWP_DME_SRC_DRAM;
+
+// CLF 0: "The next 4 bits are ignored, and any cache or memory level is
+// eligible"
+std::vector<DmeQuery> every_source_at(uint32_t latency)
+{
+    std::vector<DmeQuery> q;
     for (unsigned src = 0; src < 8; src++) {
-        EXPECT_TRUE(eligible(0x40, src)) << "SRC " << src;
+        q.push_back({latency, src, true});
     }
+    return q;
 }
 
-TEST_F(DmeFilter, CacheLevelFilterNeedsTheCacheLevelsCapability)
-{
-    // Table 3-1 LwpCacheLevels 0: "CLF is ignored"
-    ctx.ecx &= ~LWP_CAP_CACHE_LEVELS;
-    cb.filters = LWP_FILTER_CLF | LWP_FILTER_NBC;
-    ASSERT_EQ(load(), LWP_OK);
-    EXPECT_TRUE(eligible(0x40, LWP_DME_SRC_DRAM));
-}
-
-TEST_F(DmeFilter, LatencyAndCacheLevelFiltersBothApply)
-{
-    // Row 28: "both filters apply when both are on"
-    cb.filters = LWP_FILTER_CLF | LWP_FILTER_RAM | 4;
-    ASSERT_EQ(load(), LWP_OK);
-    EXPECT_TRUE(eligible(64, LWP_DME_SRC_DRAM));
-    EXPECT_FALSE(eligible(48, LWP_DME_SRC_DRAM));
-    EXPECT_FALSE(eligible(64, LWP_DME_SRC_LOCAL_L3));
-}
+INSTANTIATE_TEST_SUITE_P(
+    DmeFilter, DmeFilterTable,
+    ::testing::Values(
+        // MinLatency 4: 64 cycles.  63 rounds down to 48 (row 28).
+        FilterCase<DmeQuery>{"MinLatencyIsMultipliedBy16",
+                             4,
+                             0,
+                             {{0, kDram, false},
+                              {48, kDram, false},
+                              {63, kDram, false},
+                              {64, kDram, true},
+                              {79, kDram, true},
+                              {1000, kDram, true}}},
+        // Table 6-2 MinLatency: "A value of 0 disables filtering by
+        // latency"
+        FilterCase<DmeQuery>{"MinLatencyZeroDisablesTheLatencyFilter",
+                             0,
+                             0,
+                             {{0, kDram, true}, {15, kDram, true}}},
+        // 0xff * 16 = 4080 is capped at 1008; so is a latency of 5000
+        FilterCase<DmeQuery>{
+            "MinLatencyAboveTheMaximumUsesTheMaximum",
+            0xff,
+            0,
+            {{1007, kDram, false}, {1008, kDram, true}, {5000, kDram, true}}},
+        // Table 3-1 LwpCacheLatency 0: "MinLatency is ignored"
+        FilterCase<DmeQuery>{"LatencyFilterNeedsTheCacheLatencyCapability",
+                             0xff,
+                             LWP_CAP_CACHE_LATENCY,
+                             {{0, kDram, true}}},
+        FilterCase<DmeQuery>{"WithoutClfEverySourceIsEligible", LWP_FILTER_NBC,
+                             0, every_source_at(0x40)},
+        // Table 3-1 LwpCacheLevels 0: "CLF is ignored"
+        FilterCase<DmeQuery>{"CacheLevelFilterNeedsTheCacheLevelsCapability",
+                             LWP_FILTER_CLF | LWP_FILTER_NBC,
+                             LWP_CAP_CACHE_LEVELS,
+                             {{0x40, kDram, true}}},
+        // Row 28: "both filters apply when both are on"
+        FilterCase<DmeQuery>{"LatencyAndCacheLevelFiltersBothApply",
+                             LWP_FILTER_CLF | LWP_FILTER_RAM | 4,
+                             0,
+                             {{64, kDram, true},
+                              {48, kDram, false},
+                              {64, LWP_DME_SRC_LOCAL_L3, false}}}),
+    CaseName{});
 
 TEST_F(DmeFilter, IneligibleMissIsNotCounted)
 {

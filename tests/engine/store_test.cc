@@ -665,165 +665,152 @@ TEST_F(Threshold, TailIsRereadWhileOverThreshold)
 // ---------------------------------------------------------------------------
 // Event records (spec 2, Figures 2-1 to 2-8; row 33)
 
+// One record, checked byte for byte against its figure: the event
+// enabled in Flags, the CPUID ECX capabilities taken away, the call that
+// stores the record, and the 32 bytes written out by hand from the figure
+struct RecordCase {
+    const char *name;
+    uint32_t flags;
+    uint32_t ecx_clear;
+    enum Via { kRetire, kLwpval, kLwpins } via;
+    LwpEventInfo info; // kRetire: the instruction; kLwpval, kLwpins: ip
+    uint32_t data1;    // kLwpval, kLwpins
+    uint64_t data2;
+    uint32_t imm;
+    Record want;
+};
+
+void PrintTo(const RecordCase &c, std::ostream *os)
+{
+    *os << c.name;
+}
+
+RecordCase retired(const char *name, uint32_t flags, const LwpEventInfo &info,
+                   const Record &want, uint32_t ecx_clear = 0)
+{
+    return {name, flags, ecx_clear, RecordCase::kRetire, info, 0, 0, 0, want};
+}
+
+RecordCase lwp_insn(const char *name, RecordCase::Via via, uint32_t flags,
+                    uint64_t ip, uint32_t data1, uint64_t data2, uint32_t imm,
+                    const Record &want)
+{
+    return {name, flags, 0, via, plain_insn(ip, 0), data1, data2, imm, want};
+}
+
+std::vector<RecordCase> record_cases()
+{
+    return {
+        // Figure 2-2: Flags = imm16, Data1 = reg/mem, Data2 = reg
+        lwp_insn(
+            "ProgrammedValueSampleLayout", RecordCase::kLwpval, LWP_FEAT_VAL,
+            0x401000, 0xdeadbeef, 0x1122334455667788ull, 0xabcd1234,
+            record_bytes("01 2a 34 12 ef be ad de 00 10 40 00 00 00 00 00 "
+                         "88 77 66 55 44 33 22 11 00 00 00 00 00 00 00 00")),
+        // Figure 2-3 (generic): EventId 2, CoreId, InstructionAddress
+        retired(
+            "InstructionsRetiredLayout", LWP_FEAT_IRE,
+            plain_insn(0x00007f0012345678ull, LWP_FEAT_IRE),
+            record_bytes("02 2a 00 00 00 00 00 00 78 56 34 12 00 7f 00 00 "
+                         "00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00")),
+        // Figure 2-4: TKN (bit 31), PRD (30), PRV (29) -> byte 3 = 0xe0;
+        // TargetAddress at 23-16
+        retired(
+            "BranchRetiredTakenAndPredictedLayout", LWP_FEAT_BRE,
+            branch(0x401000, 0x402000, LWP_BRANCH_COND, true, true, true,
+                   false),
+            record_bytes("03 2a 00 e0 00 00 00 00 00 10 40 00 00 00 00 00 "
+                         "00 20 40 00 00 00 00 00 00 00 00 00 00 00 00 00")),
+        // FUS (bit 28) and PRV (29) -> byte 3 = 0x30; TargetAddress is the
+        // fall-through address of the not-taken branch
+        retired(
+            "BranchRetiredFusedNotTakenMispredictedLayout", LWP_FEAT_BRE,
+            branch(0x401000, 0x401006, LWP_BRANCH_COND, false, true, false,
+                   true),
+            record_bytes("03 2a 00 30 00 00 00 00 00 10 40 00 00 00 00 00 "
+                         "06 10 40 00 00 00 00 00 00 00 00 00 00 00 00 00")),
+        // PRV = 0, PRD = 0; TKN "Always 1 for unconditional branches"
+        retired(
+            "BranchRetiredWithoutPredictionInformationLayout", LWP_FEAT_BRE,
+            branch(0xffffffff, 0x100000000ull, LWP_BRANCH_REL, true, false,
+                   false, false),
+            record_bytes("03 2a 00 80 00 00 00 00 ff ff ff ff 00 00 00 00 "
+                         "00 00 00 00 01 00 00 00 00 00 00 00 00 00 00 00")),
+        // Figure 2-5: DAV bit 28, SRC 31:29 (3 = DRAM) -> byte 3 = 0x70;
+        // Latency at 7-4, rounded down to 2^LatencyRnd = 16 (row 28): 200
+        // -> 192 = 0xc0; DataAddress at 23-16
+        retired(
+            "DcacheMissLayout", LWP_FEAT_DME,
+            dcache_miss(0x401000, LWP_DME_SRC_DRAM, true, 200,
+                        0x00007fff12345678ull),
+            record_bytes("04 2a 00 70 c0 00 00 00 00 10 40 00 00 00 00 00 "
+                         "78 56 34 12 ff 7f 00 00 00 00 00 00 00 00 00 00")),
+        // 2.4.1, row 28: cap 2^10 - 2^4 = 1008 = 0x3f0
+        retired("DcacheMissLatencyIsCappedAtLatencyMax", LWP_FEAT_DME,
+                dcache_miss(0x401000, LWP_DME_SRC_LOCAL_L3, true, 5000, 0x1000),
+                make_record(0x3000'2a04, 0x3f0, 0x401000, 0x1000)),
+        // Figure 2-5 DAV 0: "Address is unavailable"; undefined fields are
+        // zero (spec 2).  SRC 7 (Other) -> byte 3 = 0xe0
+        retired(
+            "DcacheMissWithoutAValidAddressHasDavZeroAndNoAddress",
+            LWP_FEAT_DME,
+            dcache_miss(0x401000, LWP_DME_SRC_OTHER, false, 0x40, 0x12345678),
+            make_record(0xe000'2a04, 0x40, 0x401000, 0)),
+        // Table 3-1 LwpDataAddress 0: "Data address is not reported"
+        retired(
+            "DcacheMissWithoutTheDataAddressCapabilityHasNoAddress",
+            LWP_FEAT_DME,
+            dcache_miss(0x401000, LWP_DME_SRC_REMOTE, true, 0x40, 0x12345678),
+            make_record(0x4000'2a04, 0x40, 0x401000, 0), LWP_CAP_DATA_ADDRESS),
+        // Figure 2-6 (generic), EventId 5
+        retired("CpuClocksNotHaltedLayout", LWP_FEAT_CNH,
+                plain_insn(0x401000, LWP_FEAT_CNH),
+                make_record(0x2a05, 0, 0x401000, 0)),
+        // Figure 2-7 (generic), EventId 6
+        retired("CpuReferenceClocksNotHaltedLayout", LWP_FEAT_RNH,
+                plain_insn(0x401000, LWP_FEAT_RNH),
+                make_record(0x2a06, 0, 0x401000, 0)),
+        // Figure 2-8, spec 5.4: imm32 truncated to 16 bits in Flags
+        lwp_insn(
+            "ProgrammedEventLayout", RecordCase::kLwpins, 0, 0x401000,
+            0x01020304, 0xa1a2a3a4a5a6a7a8ull, 0xffff5a5b,
+            record_bytes("ff 2a 5b 5a 04 03 02 01 00 10 40 00 00 00 00 00 "
+                         "a8 a7 a6 a5 a4 a3 a2 a1 00 00 00 00 00 00 00 00")),
+    };
+}
+
+class RecordLayout : public EngineTest,
+                     public ::testing::WithParamInterface<RecordCase>
+{
+};
+
+TEST_P(RecordLayout, IsTheSpecFigure)
+{
+    const RecordCase &c = GetParam();
+    ctx.ecx &= ~c.ecx_clear;
+    cb.flags = c.flags;
+    if (c.via == RecordCase::kLwpval) {
+        cb.interval[1] = 0;
+    }
+    ASSERT_EQ(load(), LWP_OK);
+    switch (c.via) {
+    case RecordCase::kRetire:
+        ASSERT_EQ(retire(c.info), LWP_OK);
+        break;
+    case RecordCase::kLwpval:
+        ASSERT_EQ(lwpval(c.info.ip, c.data1, c.data2, c.imm), LWP_OK);
+        break;
+    case RecordCase::kLwpins:
+        ASSERT_EQ(lwpins(c.info.ip, c.data1, c.data2, c.imm), LWP_OK);
+        break;
+    }
+    EXPECT_EQ(slot(0), c.want);
+}
+
+INSTANTIATE_TEST_SUITE_P(Records, RecordLayout,
+                         ::testing::ValuesIn(record_cases()), CaseName{});
+
 using Records = EngineTest;
-
-TEST_F(Records, ProgrammedValueSampleLayout)
-{
-    // Figure 2-2: Flags = imm16, Data1 = reg/mem, Data2 = reg
-    cb.flags = LWP_FEAT_VAL;
-    cb.interval[1] = 0;
-    ASSERT_EQ(load(), LWP_OK);
-    ASSERT_EQ(lwpval(0x401000, 0xdeadbeef, 0x1122334455667788ull, 0xabcd1234),
-              LWP_OK);
-    const Record want = {0x01, 0x2a, 0x34, 0x12, 0xef, 0xbe, 0xad, 0xde,
-                         0x00, 0x10, 0x40, 0x00, 0x00, 0x00, 0x00, 0x00,
-                         0x88, 0x77, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11,
-                         0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00};
-    EXPECT_EQ(slot(0), want);
-}
-
-TEST_F(Records, InstructionsRetiredLayout)
-{
-    // Figure 2-3 (generic): EventId 2, CoreId, InstructionAddress
-    cb.flags = LWP_FEAT_IRE;
-    ASSERT_EQ(load(), LWP_OK);
-    ASSERT_EQ(retire(0x00007f0012345678ull, LWP_FEAT_IRE), LWP_OK);
-    const Record want = {0x02, 0x2a, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
-                         0x78, 0x56, 0x34, 0x12, 0x00, 0x7f, 0x00, 0x00,
-                         0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
-                         0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00};
-    EXPECT_EQ(slot(0), want);
-}
-
-TEST_F(Records, BranchRetiredTakenAndPredictedLayout)
-{
-    // Figure 2-4: TKN (bit 31), PRD (30), PRV (29) -> byte 3 = 0xe0;
-    // TargetAddress at 23-16
-    cb.flags = LWP_FEAT_BRE;
-    ASSERT_EQ(load(), LWP_OK);
-    ASSERT_EQ(retire(branch(0x401000, 0x402000, LWP_BRANCH_COND, true, true,
-                            true, false)),
-              LWP_OK);
-    const Record want = {0x03, 0x2a, 0x00, 0xe0, 0x00, 0x00, 0x00, 0x00,
-                         0x00, 0x10, 0x40, 0x00, 0x00, 0x00, 0x00, 0x00,
-                         0x00, 0x20, 0x40, 0x00, 0x00, 0x00, 0x00, 0x00,
-                         0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00};
-    EXPECT_EQ(slot(0), want);
-}
-
-TEST_F(Records, BranchRetiredFusedNotTakenMispredictedLayout)
-{
-    // FUS (bit 28) and PRV (29) -> byte 3 = 0x30; TargetAddress is the
-    // fall-through address of the not-taken branch
-    cb.flags = LWP_FEAT_BRE;
-    ASSERT_EQ(load(), LWP_OK);
-    ASSERT_EQ(retire(branch(0x401000, 0x401006, LWP_BRANCH_COND, false, true,
-                            false, true)),
-              LWP_OK);
-    const Record want = {0x03, 0x2a, 0x00, 0x30, 0x00, 0x00, 0x00, 0x00,
-                         0x00, 0x10, 0x40, 0x00, 0x00, 0x00, 0x00, 0x00,
-                         0x06, 0x10, 0x40, 0x00, 0x00, 0x00, 0x00, 0x00,
-                         0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00};
-    EXPECT_EQ(slot(0), want);
-}
-
-TEST_F(Records, BranchRetiredWithoutPredictionInformationLayout)
-{
-    // PRV = 0, PRD = 0; TKN "Always 1 for unconditional branches"
-    cb.flags = LWP_FEAT_BRE;
-    ASSERT_EQ(load(), LWP_OK);
-    ASSERT_EQ(retire(branch(0xffffffff, 0x100000000ull, LWP_BRANCH_REL, true,
-                            false, false, false)),
-              LWP_OK);
-    const Record want = {0x03, 0x2a, 0x00, 0x80, 0x00, 0x00, 0x00, 0x00,
-                         0xff, 0xff, 0xff, 0xff, 0x00, 0x00, 0x00, 0x00,
-                         0x00, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00,
-                         0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00};
-    EXPECT_EQ(slot(0), want);
-}
-
-TEST_F(Records, DcacheMissLayout)
-{
-    // Figure 2-5: DAV bit 28, SRC 31:29 (3 = DRAM) -> byte 3 = 0x70;
-    // Latency at 7-4, rounded down to 2^LatencyRnd = 16 (row 28): 200 ->
-    // 192 = 0xc0; DataAddress at 23-16
-    cb.flags = LWP_FEAT_DME;
-    ASSERT_EQ(load(), LWP_OK);
-    ASSERT_EQ(retire(dcache_miss(0x401000, LWP_DME_SRC_DRAM, true, 200,
-                                 0x00007fff12345678ull)),
-              LWP_OK);
-    const Record want = {0x04, 0x2a, 0x00, 0x70, 0xc0, 0x00, 0x00, 0x00,
-                         0x00, 0x10, 0x40, 0x00, 0x00, 0x00, 0x00, 0x00,
-                         0x78, 0x56, 0x34, 0x12, 0xff, 0x7f, 0x00, 0x00,
-                         0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00};
-    EXPECT_EQ(slot(0), want);
-}
-
-TEST_F(Records, DcacheMissLatencyIsCappedAtLatencyMax)
-{
-    // 2.4.1, row 28: cap 2^10 - 2^4 = 1008 = 0x3f0
-    cb.flags = LWP_FEAT_DME;
-    ASSERT_EQ(load(), LWP_OK);
-    ASSERT_EQ(
-        retire(dcache_miss(0x401000, LWP_DME_SRC_LOCAL_L3, true, 5000, 0x1000)),
-        LWP_OK);
-    EXPECT_EQ(slot(0), make_record(0x3000'2a04, 0x3f0, 0x401000, 0x1000));
-}
-
-TEST_F(Records, DcacheMissWithoutAValidAddressHasDavZeroAndNoAddress)
-{
-    // Figure 2-5 DAV 0: "Address is unavailable"; undefined fields are
-    // zero (spec 2).  SRC 7 (Other) -> byte 3 = 0xe0
-    cb.flags = LWP_FEAT_DME;
-    ASSERT_EQ(load(), LWP_OK);
-    ASSERT_EQ(retire(dcache_miss(0x401000, LWP_DME_SRC_OTHER, false, 0x40,
-                                 0x12345678)),
-              LWP_OK);
-    EXPECT_EQ(slot(0), make_record(0xe000'2a04, 0x40, 0x401000, 0));
-}
-
-TEST_F(Records, DcacheMissWithoutTheDataAddressCapabilityHasNoAddress)
-{
-    // Table 3-1 LwpDataAddress 0: "Data address is not reported"
-    ctx.ecx &= ~LWP_CAP_DATA_ADDRESS;
-    cb.flags = LWP_FEAT_DME;
-    ASSERT_EQ(load(), LWP_OK);
-    ASSERT_EQ(retire(dcache_miss(0x401000, LWP_DME_SRC_REMOTE, true, 0x40,
-                                 0x12345678)),
-              LWP_OK);
-    EXPECT_EQ(slot(0), make_record(0x4000'2a04, 0x40, 0x401000, 0));
-}
-
-TEST_F(Records, CpuClocksNotHaltedLayout)
-{
-    // Figure 2-6 (generic), EventId 5
-    cb.flags = LWP_FEAT_CNH;
-    ASSERT_EQ(load(), LWP_OK);
-    ASSERT_EQ(retire(0x401000, LWP_FEAT_CNH), LWP_OK);
-    EXPECT_EQ(slot(0), make_record(0x2a05, 0, 0x401000, 0));
-}
-
-TEST_F(Records, CpuReferenceClocksNotHaltedLayout)
-{
-    // Figure 2-7 (generic), EventId 6
-    cb.flags = LWP_FEAT_RNH;
-    ASSERT_EQ(load(), LWP_OK);
-    ASSERT_EQ(retire(0x401000, LWP_FEAT_RNH), LWP_OK);
-    EXPECT_EQ(slot(0), make_record(0x2a06, 0, 0x401000, 0));
-}
-
-TEST_F(Records, ProgrammedEventLayout)
-{
-    // Figure 2-8, spec 5.4: imm32 truncated to 16 bits in Flags
-    ASSERT_EQ(load(), LWP_OK);
-    ASSERT_EQ(lwpins(0x401000, 0x01020304, 0xa1a2a3a4a5a6a7a8ull, 0xffff5a5b),
-              LWP_OK);
-    const Record want = {0xff, 0x2a, 0x5b, 0x5a, 0x04, 0x03, 0x02, 0x01,
-                         0x00, 0x10, 0x40, 0x00, 0x00, 0x00, 0x00, 0x00,
-                         0xa8, 0xa7, 0xa6, 0xa5, 0xa4, 0xa3, 0xa2, 0xa1,
-                         0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00};
-    EXPECT_EQ(slot(0), want);
-}
 
 TEST_F(Records, CoreIdIsLwpCfgBits39To32WhenTheRecordIsStored)
 {
