@@ -239,16 +239,21 @@ asm(".text\n"
 
 /*
  * ev_sig: each trip makes ev_sig_page read-only (mprotect, a SYSCALL) and
- * stores to it; ev_segv_handler makes it writable again and returns, and
- * the store is restarted and retires.  The handler's instructions run at
- * CPL 3; the rt_sigreturn SYSCALL of the C library's restorer does not
- * count (choice 39).
+ * stores to it, then makes it inaccessible and jumps through it (to
+ * .Lsig_next, whose address is in the page's second quadword): a branch
+ * that faults.  ev_segv_handler makes the page writable again and
+ * returns, and the store or the jump is restarted and retires.  The
+ * handler's instructions run at CPL 3; the rt_sigreturn SYSCALL of the C
+ * library's restorer does not count (choice 39).
  */
 asm(".text\n"
     ".globl ev_sig\n"
     "ev_sig:\n"
     "    push %r12\n"
     "    mov %rsi, %r12\n"
+    "    mov ev_sig_page(%rip), %rax\n"
+    "    lea .Lsig_next(%rip), %rcx\n"
+    "    mov %rcx, 8(%rax)\n"
     "    llwpcb %rdi\n"
     ".globl ev_sig_start\n"
     "ev_sig_start:\n"
@@ -262,6 +267,13 @@ asm(".text\n"
     "    add $1, %r8\n"
     "    movl $1, (%rdi)\n"
     "    add $2, %r9\n"
+    "    mov $10, %eax\n"
+    "    mov $4096, %esi\n"
+    "    xor %edx, %edx\n"
+    "    syscall\n"
+    "    mov ev_sig_page(%rip), %rdi\n"
+    "    jmp *8(%rdi)\n"
+    ".Lsig_next:\n"
     "    dec %r12\n"
     "    jnz .Lsig_loop\n"
     "    xor %eax, %eax\n"
@@ -273,6 +285,7 @@ asm(".text\n"
     ".globl ev_segv_handler\n"
     "ev_segv_handler:\n"
     "    mov 16(%rsi), %rax\n"
+    "    and $-4096, %rax\n"
     "    cmp ev_sig_page(%rip), %rax\n"
     "    jne .Lsig_bad\n"
     "    mov $10, %eax\n"

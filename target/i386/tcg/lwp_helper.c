@@ -222,17 +222,18 @@ static void lwp_finish(LwpGlue *g, LwpStatus st, const LwpResult *res)
 }
 
 /*
- * Generated code counted Instructions Retired for the instruction at @eip,
- * in a TB translated with @tb_flags: at CPL 3, with HF_LWP_IRE, and the
- * instruction eligible under the IP filter (the TB's instructions all
- * are, or none is: helper_lwp_tb_enter splits the others).
+ * Generated code counted the event of @hf (HF_LWP_IRE or HF_LWP_BRE) for
+ * the instruction at @eip, in a TB translated with @tb_flags: at CPL 3,
+ * with @hf, and the instruction eligible under the IP filter (the TB's
+ * instructions all are, or none is: helper_lwp_tb_enter splits the
+ * others).
  */
-static bool lwp_counted(CPUX86State *env, uint32_t tb_flags,
+static bool lwp_counted(CPUX86State *env, uint32_t tb_flags, uint32_t hf,
                         target_ulong eip)
 {
     LwpContext ctx;
 
-    if (!(tb_flags & HF_LWP_IRE_MASK) || (tb_flags & HF_CPL_MASK) != 3) {
+    if (!(tb_flags & hf) || (tb_flags & HF_CPL_MASK) != 3) {
         return false;
     }
     if (!(tb_flags & HF_LWP_IPF_MASK)) {
@@ -244,25 +245,37 @@ static bool lwp_counted(CPUX86State *env, uint32_t tb_flags,
 
 /*
  * @n instructions of the current TB, the first at env->eip, were counted
- * at its start but did not retire (an exception unwound it): give back
- * their count, if the LWP that counted them is still the one enabled
- * (choice 39).
+ * at its start but did not retire (an exception unwound it), nor did the
+ * branch of kind @branch_kind (LWP_BRANCH_*, or -1) that ends the TB and
+ * was counted at its start: give back their counts, if the LWP that
+ * counted them is still the one enabled (choice 39).
  */
-void lwp_x86_unretire(CPUX86State *env, uint32_t tb_flags, uint32_t n)
+void lwp_x86_unretire(CPUX86State *env, uint32_t tb_flags, uint32_t n,
+                      int branch_kind)
 {
-    if (env->lwp.cb_addr && (env->lwp.flags & LWP_FEAT_IRE) &&
-        lwp_counted(env, tb_flags, env->eip)) {
-        env->lwp.counter[LWP_EVENT_ID_IRE] += n;
+    LwpState *s = &env->lwp;
+
+    if (!s->cb_addr) {
+        return;
+    }
+    if ((s->flags & LWP_FEAT_IRE) &&
+        lwp_counted(env, tb_flags, HF_LWP_IRE_MASK, env->eip)) {
+        s->counter[LWP_EVENT_ID_IRE] += n;
+    }
+    if (branch_kind >= 0 && (s->flags & LWP_FEAT_BRE) &&
+        lwp_counted(env, tb_flags, HF_LWP_BRE_MASK, env->eip)) {
+        s->counter[LWP_EVENT_ID_BRE] += env->lwp_bre_counts[branch_kind];
     }
 }
 
 /*
  * The current instruction, the last of its TB, leaves CPL 3 or raises an
  * exception without unwinding: it does not retire at CPL 3 (choice 39).
+ * It is not a branch.
  */
 void lwp_x86_uncount(CPUX86State *env)
 {
-    lwp_x86_unretire(env, env->hflags, 1);
+    lwp_x86_unretire(env, env->hflags, 1, -1);
 }
 
 /* 6, Table 6-1: the EIPs @first..@last are all inside [BaseIP, LimitIP] */
@@ -277,60 +290,120 @@ static bool lwp_range_out(LwpState *s, uint64_t first, uint64_t last)
     return first <= last && (last < s->base_ip || first > s->limit_ip);
 }
 
+/* Have the current TB run as an exact TB of its first @k instructions */
+static G_NORETURN void lwp_retranslate(CPUX86State *env, uint32_t cflags,
+                                       uint32_t k)
+{
+    CPUState *cs = env_cpu(env);
+
+    /* a TB of TCG_MAX_INSNS: its last instruction becomes a TB of its own */
+    cs->cflags_next_tb = (cflags & ~CF_COUNT_MASK) | MIN(k, CF_COUNT_MASK);
+    cpu_loop_exit_noexc(cs);
+}
+
 /*
- * Start of a TB of @n instructions, from EIP @first to @last, that the
- * generated code does not count by itself: LWP must first store what
- * lwp_sync stores, the IP filter splits the TB (when its instructions are
- * not all on one side of BaseIP and LimitIP), or Instructions Retired
- * would go below -1 (the TB is split so that the instruction that takes
- * the counter to -1 ends it, as icount does).  Otherwise count the TB and
- * return whether its instructions are eligible under the IP filter.
+ * LWP must first store what lwp_sync stores (a pending record, or LWPCB
+ * fields to re-read after XRSTOR).  Nothing of the current TB ran: a
+ * fault is taken at its first instruction, and the threshold interrupt
+ * comes before it.  Returns only if the sync changed nothing the TB was
+ * translated for.
  */
-uint32_t helper_lwp_tb_enter(CPUX86State *env, uint32_t n, target_ulong first,
-                             target_ulong last, uint32_t cflags)
+static void lwp_tb_sync(CPUX86State *env)
 {
     LwpState *s = &env->lwp;
-    CPUState *cs = env_cpu(env);
     uint32_t hflags = env->hflags;
-    bool elig = true;
-    int32_t c, k;
+    LwpContext ctx;
+    LwpGlue g = { .env = env, .mmu_idx = lwp_mmu_index(env), .ra = 0 };
+    LwpMem mem = { .ops = &lwp_mem_ops, .opaque = &g };
+    LwpResult res;
 
-    if (lwp_needs_sync(s)) {
-        LwpContext ctx;
-        LwpGlue g = { .env = env, .mmu_idx = lwp_mmu_index(env), .ra = 0 };
-        LwpMem mem = { .ops = &lwp_mem_ops, .opaque = &g };
-        LwpResult res;
+    if (!lwp_needs_sync(s)) {
+        return;
+    }
+    lwp_x86_context(env, &ctx);
+    lwp_finish(&g, lwp_sync(s, &ctx, &mem, &res), &res);
+    if (env->hflags != hflags || res.interrupt) {
+        cpu_loop_exit_noexc(env_cpu(env));
+    }
+}
 
-        lwp_x86_context(env, &ctx);
-        /* nothing of this TB ran: a fault is taken at its first insn */
-        lwp_finish(&g, lwp_sync(s, &ctx, &mem, &res), &res);
-        /* the threshold interrupt comes before the TB's first insn */
-        if (env->hflags != hflags || res.interrupt) {
-            cpu_loop_exit_noexc(cs);
-        }
+/*
+ * The IP filter for a TB from EIP @first to @last: whether its
+ * instructions are eligible.  When they are not all on one side of
+ * BaseIP and LimitIP, the TB is split into TBs of one instruction.
+ */
+static bool lwp_tb_eligible(CPUX86State *env, target_ulong first,
+                            target_ulong last, uint32_t cflags)
+{
+    LwpState *s = &env->lwp;
+
+    if (!(env->hflags & HF_LWP_IPF_MASK)) {
+        return true;
     }
-    if (hflags & HF_LWP_IPF_MASK) {
-        if (lwp_range_in(s, first, last)) {
-            elig = !env->lwp_ipi;
-        } else if (lwp_range_out(s, first, last)) {
-            elig = env->lwp_ipi;
-        } else {
-            /* one instruction is always on one side */
-            g_assert(n > 1);
-            cs->cflags_next_tb = cflags | 1;
-            cpu_loop_exit_noexc(cs);
-        }
+    if (lwp_range_in(s, first, last)) {
+        return !env->lwp_ipi;
     }
-    if ((hflags & HF_LWP_IRE_MASK) && elig) {
-        c = s->counter[LWP_EVENT_ID_IRE];
-        k = c >= 0 ? c + 1 : 1;
+    if (lwp_range_out(s, first, last)) {
+        return env->lwp_ipi;
+    }
+    /* one instruction is always on one side */
+    g_assert(first != last);
+    lwp_retranslate(env, cflags, 1);
+}
+
+/*
+ * Start of an exact TB of @n instructions translated with @cflags, from
+ * EIP @first to @last, that the generated code does not count by itself
+ * (translate.c, gen_lwp_tb_start).  When its instructions would take
+ * Instructions Retired below -1, split it, so that the instruction that
+ * takes the counter to -1 ends it, as icount does.  Otherwise count the
+ * TB and return whether its instructions are eligible under the IP
+ * filter; its exits count its branch and store the records.
+ */
+uint32_t helper_lwp_tb_enter(CPUX86State *env, uint32_t n,
+                             target_ulong first, target_ulong last,
+                             uint32_t cflags)
+{
+    LwpState *s = &env->lwp;
+
+    lwp_tb_sync(env);
+    if (!lwp_tb_eligible(env, first, last, cflags)) {
+        return false;
+    }
+    if (env->hflags & HF_LWP_IRE_MASK) {
+        int32_t c = s->counter[LWP_EVENT_ID_IRE];
+        int32_t k = c >= 0 ? c + 1 : 1;
+
         if (k < n) {
-            cs->cflags_next_tb = cflags | k;
-            cpu_loop_exit_noexc(cs);
+            lwp_retranslate(env, cflags, k);
         }
         s->counter[LWP_EVENT_ID_IRE] = c - n;
     }
-    return elig;
+    return true;
+}
+
+/*
+ * Start of a normal TB of @n instructions that the generated code does
+ * not count by itself: LWP must sync, the TB straddles the IP filter's
+ * range, or its last instruction takes a counter negative.  Never
+ * returns: the TB is retranslated as an exact one, of its first k
+ * instructions when the k-th takes Instructions Retired to -1, of one
+ * instruction when it straddles, else of all n.
+ */
+void helper_lwp_tb_slow(CPUX86State *env, uint32_t n, target_ulong first,
+                        target_ulong last, uint32_t cflags)
+{
+    LwpState *s = &env->lwp;
+    int32_t k = n;
+
+    lwp_tb_sync(env);
+    if (lwp_tb_eligible(env, first, last, cflags) &&
+        (env->hflags & HF_LWP_IRE_MASK)) {
+        int32_t c = s->counter[LWP_EVENT_ID_IRE];
+
+        k = MIN(c >= 0 ? c + 1 : 1, n);
+    }
+    lwp_retranslate(env, cflags, k);
 }
 
 /*
@@ -373,7 +446,7 @@ void helper_lwp_fire(CPUX86State *env, target_ulong ip, target_ulong target,
 /* 5.1 */
 void helper_llwpcb(CPUX86State *env, target_ulong ea)
 {
-    bool counts = lwp_counted(env, env->hflags, env->eip);
+    bool counts = lwp_counted(env, env->hflags, HF_LWP_IRE_MASK, env->eip);
     LwpContext ctx;
     LwpGlue g;
     LwpMem mem;
