@@ -217,6 +217,7 @@ gdt:
     .quad 0x00cff2000000ffff    /* USER_DS: data, DPL3 */
     .quad 0x00affa000000ffff    /* USER_CS: 64-bit code, DPL3 */
     .quad 0, 0                  /* TSS_SEL: filled in by setup_desc() */
+    .quad 0, 0, 0, 0            /* TEST_GATE64_SEL(0), (1): for the tests */
 gdt_end:
 
 gdt_desc:

@@ -21,6 +21,14 @@
 #define NR_TEST_SEGS    4
 #define TEST_SEL(n)     (0x30 + 8 * (n))
 
+/*
+ * The 64-bit kernel's GDT has NR_TEST_GATES64 free 16-byte system
+ * descriptor slots after its (16-byte) TSS, TEST_GATE64_SEL(0) to
+ * TEST_GATE64_SEL(NR_TEST_GATES64 - 1), for the tests to fill in.
+ */
+#define NR_TEST_GATES64 2
+#define TEST_GATE64_SEL(n) (0x38 + 16 * (n))
+
 #define DE_VECTOR       0
 #define UD_VECTOR       6
 #define GP_VECTOR       13

@@ -10,7 +10,10 @@
  *   model run over the assembler's list of the sequence's instructions
  *   (lwp-user64.S).  SYSCALL and INT n leave CPL3 and are not counted,
  *   SYSRET and IRET enter it and are not counted either (choice 39);
- *   neither is a branch (spec 2.3, choice 40).
+ *   neither is a branch (spec 2.3, choice 40).  The same for a far CALL
+ *   through a call gate to CPL0 and the far RET back; a far CALL and far
+ *   RET that stay at CPL3 (to USER_CS, directly or through a call gate)
+ *   are counted, and are not branches (choice 46).
  * - The threshold interrupt (spec 1.1 step 4, 4.2, 6, 8.5; choice 42): a
  *   fixed local APIC interrupt with vector LWP_CFG[47:40], taken after
  *   the instruction whose record reached the threshold, once per store
@@ -277,6 +280,7 @@ static int seq_run_once(const struct seq_run *run, u32 extra_flags,
     cb.event[EVENT_BRE - 1].counter = run->bre_counter;
     lwp_syscalls = 0;
     user_ints = 0;
+    lwp_gate_calls = 0;
     ret = (irq ? run_in_user_irq : run_in_user)(lwp_seq_user, &cb);
 
     /* CPL0 with LWP enabled: a flush, a known loop, a second flush */
@@ -316,10 +320,12 @@ static void test_seq(const struct seq_run *run)
     }
     model_seq(run, &m);
     ret = seq_run_once(run, 0, 0, false);
-    report(ret == 0 && lwp_syscalls == 2 && user_ints == 1,
-           "CPL3 sequence - expect a normal return after 2 SYSCALLs and 1 "
-           "INT 0x%x, each running %u CPL0 loop iterations (got %x, %u, %u)",
-           LWP_TEST_INT_VECTOR, RING0_LOOPS, ret, lwp_syscalls, user_ints);
+    report(ret == 0 && lwp_syscalls == 2 && user_ints == 1 &&
+           lwp_gate_calls == 1,
+           "CPL3 sequence - expect a normal return after 2 SYSCALLs, 1 "
+           "INT 0x%x and 1 far CALL to CPL0, each running %u CPL0 loop "
+           "iterations (got %x, %u, %u, %u)", LWP_TEST_INT_VECTOR,
+           RING0_LOOPS, ret, lwp_syscalls, user_ints, lwp_gate_calls);
     report(cb.flags == want, "LWPCB.Flags after LLWPCB - expect %x (got %x)",
            want, cb.flags);
     report_records(&m, cb.head);
@@ -336,8 +342,21 @@ static void test_seq(const struct seq_run *run)
     report_prefix_pop();
 }
 
+/* A 64-bit call gate, DPL3, to @sel:@target in GDT slot @gate_sel */
+static void set_call_gate64(unsigned gate_sel, u16 sel, const void *target)
+{
+    u64 off = (uintptr_t)target;
+
+    gdt[gate_sel / 8] = (off & 0xffff) | (u64)sel << 16 |
+                        (u64)(0x80 | 3 << 5 | 0xc) << 40 |
+                        (off >> 16 & 0xffff) << 48;
+    gdt[gate_sel / 8 + 1] = off >> 32;
+}
+
 static void setup_syscall(void)
 {
+    set_call_gate64(LWP_GATE_KERNEL_SEL & ~3, KERNEL_CS, lwp_gate_entry);
+    set_call_gate64(LWP_GATE_USER_SEL & ~3, USER_CS, lwp_gate_callee);
     wrmsr(MSR_EFER, rdmsr(MSR_EFER) | EFER_SCE);
     wrmsr(MSR_STAR, (u64)STAR_SYSRET_BASE << 48 | (u64)KERNEL_CS << 32);
     wrmsr(MSR_LSTAR, (uintptr_t)lwp_syscall_entry);

@@ -25,8 +25,9 @@ extern const struct seq_insn lwp_seq[], lwp_seq_end[];
 extern const u8 lwp_seq_text[], lwp_seq_text_end[];
 
 /*
- * CPL3: LLWPCB @cb, then the sequence lwp_seq[], with two SYSCALLs and an
- * INT LWP_TEST_INT_VECTOR among its instructions.  Comes back through INT
+ * CPL3: LLWPCB @cb, then the sequence lwp_seq[], with two SYSCALLs, an
+ * INT LWP_TEST_INT_VECTOR and a far CALL through LWP_GATE_KERNEL_SEL
+ * among its instructions.  Comes back through INT
  * USER_RET_VECTOR with LWP still enabled.
  */
 void lwp_seq_user(void *cb);
@@ -34,6 +35,13 @@ void lwp_seq_user(void *cb);
 /* SYSCALL entry (IA32_LSTAR): lwp_ring0_loop()'s loop, ++lwp_syscalls */
 extern const u8 lwp_syscall_entry[];
 extern volatile u32 lwp_syscalls;       /* volatile: written at CPL0 */
+
+/*
+ * LWP_GATE_KERNEL_SEL's target (CPL0): lwp_ring0_loop()'s loop,
+ * ++lwp_gate_calls, LRETQ; LWP_GATE_USER_SEL's target (CPL3): NOP, LRETQ
+ */
+extern const u8 lwp_gate_entry[], lwp_gate_callee[];
+extern volatile u32 lwp_gate_calls;     /* volatile: written at CPL0 */
 
 /* RING0_LOOPS iterations of DEC + JNZ, at the caller's CPL */
 void lwp_ring0_loop(void);

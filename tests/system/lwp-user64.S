@@ -46,6 +46,16 @@
     seq_entry 990b, 991b, SEQ_NOT_TAKEN
 .endm
 
+/*
+ * A counted instruction that is not a branch but goes on at \target: far
+ * CALL and far RET at CPL3 (choice 46)
+ */
+.macro u_far target, insn:vararg
+990:
+    \insn
+    seq_entry 990b, \target, SEQ_INSN
+.endm
+
 /* RING0_LOOPS times DEC + JNZ on \reg */
 .macro ring0_loop reg
     mov $RING0_LOOPS, \reg
@@ -120,6 +130,39 @@ lwp_seq_text:
     u_insn xor %eax, %eax       /* CF = 0 */
     u_nottaken jc lwp_seq_bad
     u_insn nop
+    /*
+     * Far CALL and far RET at CPL3 (spec 2.2, 2.3; choices 39, 46):
+     * counted, never branches.  The callees sit here, skipped, so that
+     * their records are in lwp_seq_text; each is listed where it runs.
+     */
+    u_taken 10f, jmp 10f
+lwp_far_callee:                 /* from lwp_far_ptr: pushed CS:EIP */
+    nop
+lwp_far_callee_ret:
+    lretl
+lwp_gate_callee:                /* from LWP_GATE_USER_SEL: pushed CS:RIP */
+    nop
+lwp_gate_callee_ret:
+    lretq
+10:
+    u_far lwp_far_callee, lcall *lwp_far_ptr(%rip)     /* USER_CS */
+11:
+    seq_entry lwp_far_callee, lwp_far_callee_ret, SEQ_INSN
+    seq_entry lwp_far_callee_ret, 11b, SEQ_INSN
+    u_insn nop
+    u_far lwp_gate_callee, lcall *lwp_gate_user_ptr(%rip)
+12:
+    seq_entry lwp_gate_callee, lwp_gate_callee_ret, SEQ_INSN
+    seq_entry lwp_gate_callee_ret, 12b, SEQ_INSN
+    u_insn nop
+    /*
+     * Through a call gate to CPL0: leaves CPL3, so not counted (choice
+     * 39); neither is lwp_gate_entry, nor its LRETQ back to CPL3, which
+     * executes at CPL0
+     */
+    lcall *lwp_gate_kernel_ptr(%rip)
+    u_insn nop
+    u_insn nop
 lwp_seq_text_end:
     int $USER_RET_VECTOR        /* not counted: LWP stays enabled */
 lwp_seq_bad:
@@ -136,6 +179,13 @@ lwp_syscall_entry:
     ring0_loop %r8d
     incl lwp_syscalls(%rip)
     sysretq
+
+/* LWP_GATE_KERNEL_SEL's target: CPL0 on the TSS RSP0 stack */
+    .globl lwp_gate_entry
+lwp_gate_entry:
+    ring0_loop %r8d
+    incl lwp_gate_calls(%rip)
+    lretq
 
     .globl lwp_ring0_loop
 lwp_ring0_loop:
@@ -162,8 +212,23 @@ lwp_ins_next:
 
     .data
     .align 4
-    .globl lwp_syscalls
+    .globl lwp_syscalls, lwp_gate_calls, lwp_gate_callee
 lwp_syscalls:
     .long 0
+lwp_gate_calls:
+    .long 0
+
+    .section .rodata
+    .align 4
+/* m16:32 far pointers; a call gate ignores the offset */
+lwp_far_ptr:
+    .long lwp_far_callee
+    .word USER_CS
+lwp_gate_user_ptr:
+    .long 0
+    .word LWP_GATE_USER_SEL
+lwp_gate_kernel_ptr:
+    .long 0
+    .word LWP_GATE_KERNEL_SEL
 
     .section .note.GNU-stack, "", @progbits

@@ -19,6 +19,14 @@
 #define LWP_INS_DATA1       0x1357
 #define LWP_INS_DATA2       0x2468
 
+/*
+ * 64-bit call gates (DPL3) that the CPL3 sequence calls through with far
+ * CALL: one to lwp_gate_entry in KERNEL_CS (CPL0), one to lwp_gate_callee
+ * in USER_CS (same privilege)
+ */
+#define LWP_GATE_KERNEL_SEL (TEST_GATE64_SEL(0) | 3)
+#define LWP_GATE_USER_SEL   (TEST_GATE64_SEL(1) | 3)
+
 /* struct seq_insn.kind */
 #define SEQ_INSN            0           /* not a branch */
 #define SEQ_TAKEN           1           /* a branch, taken */

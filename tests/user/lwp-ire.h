@@ -1,5 +1,5 @@
 /*
- * lwp-ire: the assembly block whose records lwp-ire.c prints
+ * lwp-ire: the assembly blocks whose records lwp-ire.c prints
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -11,5 +11,7 @@
 
 /* LLWPCB lwpcb, a loop of four instructions run trips times, LLWPCB 0 */
 void ire_block(void *lwpcb, uint64_t trips);
+/* LLWPCB lwpcb, REP STOSB/MOVSB with RCX = count into dst, LLWPCB 0 */
+void ire_rep_block(void *lwpcb, uint64_t count, void *dst, const void *src);
 
 #endif

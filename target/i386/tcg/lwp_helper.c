@@ -244,14 +244,14 @@ static bool lwp_counted(CPUX86State *env, uint32_t tb_flags, uint32_t hf,
 }
 
 /*
- * @n instructions of the current TB, the first at env->eip, were counted
- * at its start but did not retire (an exception unwound it), nor did the
- * branch of kind @branch_kind (LWP_BRANCH_*, or -1) that ends the TB and
- * was counted at its start: give back their counts, if the LWP that
- * counted them is still the one enabled (choice 39).
+ * @n instructions of a TB translated with @tb_flags, the first at @eip,
+ * were counted at its start but did not retire, nor did the branch of
+ * kind @branch_kind (LWP_BRANCH_*, or -1) that ends the TB and was
+ * counted at its start: give back their counts, if the LWP that counted
+ * them is still the one enabled (choice 39).
  */
-void lwp_x86_unretire(CPUX86State *env, uint32_t tb_flags, uint32_t n,
-                      int branch_kind)
+static void lwp_unretire_at(CPUX86State *env, uint32_t tb_flags,
+                            target_ulong eip, uint32_t n, int branch_kind)
 {
     LwpState *s = &env->lwp;
 
@@ -259,12 +259,33 @@ void lwp_x86_unretire(CPUX86State *env, uint32_t tb_flags, uint32_t n,
         return;
     }
     if ((s->flags & LWP_FEAT_IRE) &&
-        lwp_counted(env, tb_flags, HF_LWP_IRE_MASK, env->eip)) {
+        lwp_counted(env, tb_flags, HF_LWP_IRE_MASK, eip)) {
         s->counter[LWP_EVENT_ID_IRE] += n;
     }
     if (branch_kind >= 0 && (s->flags & LWP_FEAT_BRE) &&
-        lwp_counted(env, tb_flags, HF_LWP_BRE_MASK, env->eip)) {
+        lwp_counted(env, tb_flags, HF_LWP_BRE_MASK, eip)) {
         s->counter[LWP_EVENT_ID_BRE] += env->lwp_bre_counts[branch_kind];
+    }
+}
+
+/* ... of the current TB, the first at env->eip: an exception unwound it */
+void lwp_x86_unretire(CPUX86State *env, uint32_t tb_flags, uint32_t n,
+                      int branch_kind)
+{
+    lwp_unretire_at(env, tb_flags, env->eip, n, branch_kind);
+}
+
+/*
+ * A far CALL or JMP at @eip, the last instruction of a TB translated with
+ * @tb_flags, completed: when it left CPL 3 (a call gate to an inner
+ * ring, a task switch), it did not retire at CPL 3 (choice 39).  It is
+ * not a branch (choice 46).
+ */
+void helper_lwp_far_transfer(CPUX86State *env, target_ulong eip,
+                             uint32_t tb_flags)
+{
+    if ((env->hflags & HF_CPL_MASK) != 3) {
+        lwp_unretire_at(env, tb_flags, eip, 1, -1);
     }
 }
 
