@@ -225,7 +225,7 @@ static void lwp_finish(LwpGlue *g, LwpStatus st, const LwpResult *res)
  * Generated code counted the event of @hf (HF_LWP_IRE or HF_LWP_BRE) for
  * the instruction at @eip, in a TB translated with @tb_flags: at CPL 3,
  * with @hf, and the instruction eligible under the IP filter (the TB's
- * instructions all are, or none is: helper_lwp_tb_enter splits the
+ * instructions all are, or none is: lwp_tb_eligible splits the
  * others).
  */
 static bool lwp_counted(CPUX86State *env, uint32_t tb_flags, uint32_t hf,
