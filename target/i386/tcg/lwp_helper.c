@@ -311,6 +311,17 @@ static bool lwp_range_out(LwpState *s, uint64_t first, uint64_t last)
     return first <= last && (last < s->base_ip || first > s->limit_ip);
 }
 
+/*
+ * The number of instructions until Instructions Retired goes negative:
+ * the k-th takes it to -1 (a negative counter makes the first do it)
+ */
+static int32_t lwp_ire_left(LwpState *s)
+{
+    int32_t c = s->counter[LWP_EVENT_ID_IRE];
+
+    return c >= 0 ? c + 1 : 1;
+}
+
 /* Have the current TB run as an exact TB of its first @k instructions */
 static G_NORETURN void lwp_retranslate(CPUX86State *env, uint32_t cflags,
                                        uint32_t k)
@@ -392,13 +403,12 @@ uint32_t helper_lwp_tb_enter(CPUX86State *env, uint32_t n,
         return false;
     }
     if (env->hflags & HF_LWP_IRE_MASK) {
-        int32_t c = s->counter[LWP_EVENT_ID_IRE];
-        int32_t k = c >= 0 ? c + 1 : 1;
+        int32_t k = lwp_ire_left(s);
 
         if (k < n) {
             lwp_retranslate(env, cflags, k);
         }
-        s->counter[LWP_EVENT_ID_IRE] = c - n;
+        s->counter[LWP_EVENT_ID_IRE] -= n;
     }
     return true;
 }
@@ -420,9 +430,7 @@ void helper_lwp_tb_slow(CPUX86State *env, uint32_t n, target_ulong first,
     lwp_tb_sync(env);
     if (lwp_tb_eligible(env, first, last, cflags) &&
         (env->hflags & HF_LWP_IRE_MASK)) {
-        int32_t c = s->counter[LWP_EVENT_ID_IRE];
-
-        k = MIN(c >= 0 ? c + 1 : 1, n);
+        k = MIN(lwp_ire_left(s), n);
     }
     lwp_retranslate(env, cflags, k);
 }
