@@ -12,6 +12,9 @@ PKGS=(
     # tests/fuzz: clang-14 and libFuzzer, which clang only recommends (the
     # asan layer uses GCC's libasan8 and libubsan1, which g++ brings)
     clang libclang-rt-14-dev
+    # tests/linux: the initramfs (the kernel and busybox are downloaded,
+    # not installed, by tests/linux/fetch.sh)
+    cpio
 )
 BPO_PKGS=(meson python3-pycotap qemu-system-data)
 

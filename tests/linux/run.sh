@@ -1,0 +1,248 @@
+#!/usr/bin/env bash
+# Boot Debian 12's own kernel with a busybox-static initramfs under
+# qemu-system-x86_64 (TCG) with LWP, once per CPU model, and check what the
+# guest Linux sees (issue 6, "Booting Linux").  tests/linux/README.md says
+# where every expected value comes from.
+#
+#   tests/linux/run.sh QEMU_SYSTEM_BINARY
+#
+# The kernel and busybox come from tests/linux/fetch.sh (apt-get download
+# into build/linux/, cached).  Prints one PASS:/FAIL: line per check and
+# ends with "linux: N passed, N failed"; exits 0 only when all passed.
+# QEMU_DATADIR, when set, is passed as -L (for a copy of the binary that
+# cannot find its firmware); LINUX_BOOT_TIMEOUT (seconds, default 120)
+# bounds each boot.
+#
+# SPDX-License-Identifier: GPL-2.0-or-later
+set -euo pipefail
+
+if [ $# -ne 1 ]; then
+    echo "usage: $0 QEMU_SYSTEM_BINARY" >&2
+    exit 2
+fi
+qemu=$1
+src=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=SCRIPTDIR/../../scripts/common.sh
+. "$src/../../scripts/common.sh"
+boot_timeout=${LINUX_BOOT_TIMEOUT:-120}
+
+# config  -cpu model
+configs=(
+    "g4 Opteron_G4,+lwp"
+    "max max,+lwp"
+)
+
+# Expected values, "EAX EBX ECX EDX" in hex; "-" is a register not checked.
+# Derivation: tests/linux/README.md.  Nothing here comes from a QEMU run.
+declare -A want=(
+    # CPUID 8000_001C: EAX is 0 while XCR0[62] = 0 (choice 1); EBX, ECX
+    # and EDX are read below from the profile table of the docs
+    # CPUID 0xD.0: EAX:EDX the supported XCR0 bits (EDX[30] = LWP, spec
+    # 3.1), EBX the standard-format size of the XCR0 Linux enabled (LWP not
+    # in it), ECX the size for every supported component (LWP's ends at 960)
+    [g4:d.0]="00000007 00000340 000003c0 40000000"
+    [max:d.0]="0000021f 00000a88 00000a88 40000000"
+    # CPUID 0xD.1: the XSAVE extensions of the profile; no supervisor
+    # (IA32_XSS) component, LWP included.  EBX, the compacted size, is not
+    # architectural without XSAVEC or XSAVES, which neither profile has
+    [g4:d.1]="00000000 - 00000000 00000000"
+    [max:d.1]="00000005 - 00000000 00000000"
+    # CPUID 0xD.62: 128 bytes at offset 832 (spec 3.2, 7.1), a user
+    # component (ECX[0] = 0) that is not aligned in the compacted format
+    [g4:d.62]="00000080 00000340 00000000 00000000"
+    [max:d.62]="00000080 00000340 00000000 00000000"
+    # XCR0 as Linux 6.1 sets it: every supported user component it knows
+    # (x87, SSE, AVX, MPX, PKRU), never bit 62
+    [g4:xcr0]="0000000000000007"
+    [max:xcr0]="000000000000021f"
+)
+
+# CPUID 8000_001C EBX, ECX, EDX: the row of the "CPU profiles" table of
+# docs/implementation-choices.md whose first cell names the model, as
+# "| `MODEL,+lwp`... | `EDX` (...) | `EBX` | `ECX` ... |".  The table is the
+# project's statement of each profile (tests/qtest/lwp-cpuid-test.c checks
+# the same numbers); it changes when max,+lwp advertises more.
+doc_leaf() { # NAME MODEL
+    local row
+    local -a hex
+    row=$(grep -m 1 -F "| \`$2,+lwp\`" "$TOP/docs/implementation-choices.md" || true)
+    mapfile -t hex < <(grep -oE "\`[0-9A-Fa-f]{8}\`" <<<"$row" | tr -d '`' | tr 'A-F' 'a-f')
+    if [ ${#hex[@]} -eq 3 ]; then
+        want[$1:8000001c.0]="00000000 ${hex[1]} ${hex[2]} ${hex[0]}"
+    else
+        want[$1:8000001c.0]="unreadable(docs/implementation-choices.md)"
+    fi
+}
+doc_leaf g4 Opteron_G4
+doc_leaf max max
+
+passed=0
+failed=0
+check() { # STATUS TEXT...: STATUS 0 is a pass
+    local ok=$1
+    shift
+    if [ "$ok" = 0 ]; then
+        echo "PASS: $*"
+        passed=$((passed + 1))
+    else
+        echo "FAIL: $*"
+        failed=$((failed + 1))
+    fi
+}
+finish() {
+    echo "linux: $passed passed, $failed failed"
+    [ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]
+    exit
+}
+
+# 1. The kernel and busybox (cached), the cpuid program, the initramfs
+if ! dir=$("$src/fetch.sh"); then
+    check 1 "fetch Debian's linux-image-amd64 and busybox-static (tests/linux/fetch.sh)"
+    finish
+fi
+echo "kernel: $(sed -n 2p "$dir/packages"), busybox: $(sed -n 3p "$dir/packages" | cut -d' ' -f2)"
+if ! command -v cpio >/dev/null; then
+    check 1 "cpio not found: run scripts/install-deps.sh"
+    finish
+fi
+if ! gcc -static -O2 -Wall -o "$dir/lwp-cpuid" "$src/lwp-cpuid.c"; then
+    check 1 "build tests/linux/lwp-cpuid.c (gcc -static)"
+    finish
+fi
+root=$dir/initramfs
+rm -rf "$root"
+mkdir -p "$root/bin" "$root/proc" "$root/sys" "$root/dev"
+cp "$dir/busybox" "$root/bin/busybox"
+cp "$dir/lwp-cpuid" "$root/bin/lwp-cpuid"
+cp "$src/init" "$root/init"
+chmod 755 "$root/init"
+(cd "$root" && find . | LC_ALL=C sort | cpio -o -H newc -R 0:0 --quiet) |
+    gzip -9 >"$dir/initramfs.gz"
+
+firmware=()
+if [ -n "${QEMU_DATADIR:-}" ]; then
+    firmware=(-L "$QEMU_DATADIR")
+fi
+
+# compare NAME KEY GOT...: GOT against want[NAME:KEY], "-" not compared
+regs=(EAX EBX ECX EDX)
+compare() {
+    local name=$1 key=$2 i bad=""
+    shift 2
+    local -a exp got=("$@")
+    read -r -a exp <<<"${want[$name:$key]}"
+    if [ ${#exp[@]} -ne 4 ]; then
+        echo "no expected value"
+        return 1
+    elif [ ${#got[@]} -ne 4 ]; then
+        echo "the guest printed no line for it"
+        return 1
+    fi
+    for ((i = 0; i < ${#exp[@]}; i++)); do
+        if [ "${exp[i]}" != - ] && [ "${exp[i]}" != "${got[i]}" ]; then
+            bad+=", ${regs[i]} ${got[i]} != ${exp[i]}"
+        fi
+    done
+    [ -z "$bad" ] && return 0
+    echo "${bad#, }"
+    return 1
+}
+# result COMMAND...: prints 0 when it succeeds, 1 when it fails
+result() { if "$@"; then echo 0; else echo 1; fi; }
+
+# 2. One boot per CPU model
+for c in "${configs[@]}"; do
+    read -r name cpu <<<"$c"
+    echo "=== linux -cpu $cpu"
+    log=$BUILD/test-logs/linux-$name.serial
+    mkdir -p "$(dirname "$log")"
+    rm -f "$log"
+    start=$(date +%s)
+    qstatus=0
+    timeout "$boot_timeout" "$qemu" "${firmware[@]}" -M pc -accel tcg \
+        -cpu "$cpu" -m 512M -smp 1 -no-reboot \
+        -display none -vga none -nic none -monitor none \
+        -serial "file:$log" \
+        -kernel "$dir/vmlinuz" -initrd "$dir/initramfs.gz" \
+        -append "console=ttyS0 quiet panic=-1" </dev/null || qstatus=$?
+    secs=$(($(date +%s) - start))
+    [ -f "$log" ] || : >"$log"
+    # The guest's evidence: lines that start with @@ (kernel console
+    # messages may precede one on the same line); drop the serial CRs
+    ev=$(tr -d '\r' <"$log" | grep -ao '@@.*' || true)
+    echo "boot took ${secs} s (qemu exit status $qstatus; serial log $log)"
+
+    # boot: /init ran to its end and the machine powered off in time
+    why=""
+    if [ "$qstatus" -eq 124 ]; then
+        why=" (timed out after $boot_timeout s)"
+    elif [ "$qstatus" -ne 0 ]; then
+        why=" (qemu exit status $qstatus)"
+    elif ! grep -q '^@@end$' <<<"$ev"; then
+        why=" (no @@end line: the guest did not finish /init)"
+    elif grep -aq 'Kernel panic' "$log"; then
+        why=" (kernel panic)"
+    fi
+    check "$(result test -z "$why")" \
+        "$cpu: boots to the initramfs shell and powers off, ${secs} s$why"
+
+    # /proc/cpuinfo: lwp among the flags
+    flags=$(sed -n 's/^@@cpuinfo flags[[:space:]]*:[[:space:]]*//p' <<<"$ev")
+    check "$(result grep -qw lwp <<<"$flags")" "$cpu: lwp in the flags of /proc/cpuinfo"
+    echo "    flags: ${flags:-(the guest printed no flags line)}"
+
+    # dmesg: no XSAVE/xstate warning, no WARNING or Call Trace at all
+    dmesg=$(sed -n 's/^@@dmesg //p' <<<"$ev")
+    if [ -z "$dmesg" ]; then
+        check 1 "$cpu: kernel log has no xstate/XSAVE warning (no kernel log printed)"
+    else
+        # warning or worse (<N> with N mod 8 <= 4) about xstate, or any
+        # line that names xstate trouble, or a kernel WARNING/oops anywhere
+        bad=$(awk '
+            {
+                # <N>: syslog priority, N mod 8 the level (4 = warning)
+                lvl = 7
+                if (match($0, /^<[0-9]+>/))
+                    lvl = substr($0, 2, RLENGTH - 2) % 8
+                low = tolower($0)
+                xs = low ~ /xstate|xsave|x86\/fpu/
+                if ((xs && lvl <= 4) ||
+                    (xs && low ~ /warn|error|fail|mismatch|invalid|bad |unknown|problem|inconsisten|corrupt/) ||
+                    $0 ~ /WARNING|Call Trace|BUG:|Oops|Kernel panic/)
+                    print
+            }' <<<"$dmesg")
+        if [ -z "$bad" ]; then
+            check 0 "$cpu: kernel log has no xstate/XSAVE warning, WARNING or Call Trace" \
+                "($(wc -l <<<"$dmesg") lines)"
+        else
+            check 1 "$cpu: kernel log has no xstate/XSAVE warning, WARNING or Call Trace"
+            mapfile -t lines <<<"$bad"
+            printf '    %s\n' "${lines[@]:0:40}"
+        fi
+        grep -ai 'x86/fpu' <<<"$dmesg" | sed 's/^/    /' || true
+    fi
+
+    # The kernel's own summary of XSAVE agrees with the expected XCR0 and
+    # 0xD.0 EBX: "x86/fpu: Enabled xstate features 0x..., context size is
+    # N bytes, using 'standard' format."
+    read -r -a d0 <<<"${want[$name:d.0]}"
+    line="Enabled xstate features $(printf '0x%x' $((16#${want[$name:xcr0]}))), context size is $((16#${d0[1]})) bytes, using 'standard' format."
+    check "$(result grep -qF "x86/fpu: $line" <<<"$dmesg")" "$cpu: kernel log says \"$line\""
+
+    # The guest's cpuid program
+    for key in 8000001c.0 d.0 d.1 d.62; do
+        leaf=${key%.*} sub=${key#*.}
+        read -r -a vals < <(awk -v l="$(printf '%08x' $((16#$leaf)))" -v s="$sub" \
+            '$1 == "@@cpuid" && $2 == l && $3 == s { print $4, $5, $6, $7 }' <<<"$ev") ||
+            vals=()
+        rc=0
+        msg=$(compare "$name" "$key" "${vals[@]}") || rc=$?
+        check $rc "$cpu: guest cpuid $leaf.$sub = ${vals[*]:-nothing}" \
+            "(want ${want[$name:$key]})${msg:+: $msg}"
+    done
+    xcr0=$(sed -n 's/^@@xcr0 //p' <<<"$ev")
+    check "$(result test "$xcr0" = "${want[$name:xcr0]}")" \
+        "$cpu: guest XCR0 = ${xcr0:-nothing} (want ${want[$name:xcr0]}, bit 62 clear)"
+done
+
+finish
