@@ -143,11 +143,11 @@ static void test_max_without_lwp(void)
 }
 
 /*
- * -cpu max,+lwp reports what the implementation supports so far: LwpAvail,
- * LwpVAL, LwpIRE, LwpBRE (events 1-3) and LwpInt, so EBX describes an
- * LWPCB with three event slots (LwpCbSize 0x13, LwpEventSize 0x20,
- * LwpMaxEvents 3, LwpEventOffset 0x80), and ECX is LwpIpFiltering (bit
- * 29), LwpVersion 1, LwpMinBufferSize 1.
+ * -cpu max,+lwp reports what the implementation supports: LwpAvail,
+ * LwpVAL, LwpIRE, LwpBRE, LwpCNH, LwpRNH (events 1-3, 5 and 6) and LwpInt,
+ * so EBX describes an LWPCB with six event slots (LwpCbSize 0x10 + 6,
+ * LwpEventSize 0x20, LwpMaxEvents 6, LwpEventOffset 0x80), and ECX is
+ * LwpIpFiltering (bit 29), LwpVersion 1, LwpMinBufferSize 1.
  */
 static void test_max_with_lwp(void)
 {
@@ -155,26 +155,28 @@ static void test_max_with_lwp(void)
 
     g_assert_cmphex(w.ext3_ecx & (1u << 15), ==, 1u << 15);
     g_assert_cmphex(w.xcr0_hi & (1u << 30), ==, 1u << 30);
-    g_assert_cmphex(w.edx, ==, 0x8000000F);
-    g_assert_cmphex(w.ebx, ==, 0x80032013);
+    g_assert_cmphex(w.edx, ==, 0x8000006F);
+    g_assert_cmphex(w.ebx, ==, 0x80062016);
     g_assert_cmphex(w.ecx, ==, 0x20010200);
     g_assert_cmphex(w.xlevel, >=, LWP_LEAF);
 }
 
 /*
- * TCG filters the sub-features it does not implement, and says so; IP
- * filtering is implemented, so a Family 15h model can be given it
+ * TCG filters the sub-features it does not implement (DCache misses and
+ * branch prediction), and says so; IP filtering and the clock events are
+ * implemented, so a Family 15h model can be given them
  */
 static void test_unimplemented_are_filtered(void)
 {
     LwpWords w = get_words("Opteron_G4,+lwp,+lwp-dme,+lwp-cnh,+lwp-rnh,"
                            "+lwp-ipf,+lwp-bpred");
 
-    g_assert_cmphex(w.edx, ==, 0x8000000F);
-    g_assert_cmphex(w.filtered_edx, ==, (1u << 4) | (1u << 5) | (1u << 6));
+    g_assert_cmphex(w.edx, ==, 0x8000006F);
+    g_assert_cmphex(w.filtered_edx, ==, 1u << 4);
     g_assert_cmphex(w.filtered_ecx, ==, 1u << 28);
     g_assert_cmphex(w.ecx, ==, 0x20010200);
-    g_assert_cmphex(w.ebx, ==, 0x80032013);
+    /* LwpMaxEvents 6, LwpCbSize 0x10 + 6 */
+    g_assert_cmphex(w.ebx, ==, 0x80062016);
 }
 
 /* Removing an event shrinks the geometry the leaf reports */

@@ -14,6 +14,15 @@
  *   through a call gate to CPL0 and the far RET back; a far CALL and far
  *   RET that stay at CPL3 (to USER_CS, directly or through a call gate)
  *   are counted, and are not branches (choice 46).
+ * - The clock events CPU Clocks not Halted and Reference Clocks not
+ *   Halted (spec 2.5, 2.6) under the cost model of choice 48: each
+ *   instruction that Instructions Retired counts takes one clock, a near
+ *   branch (taken or not) one more; RNH counts the same clocks as CNH.
+ *   So CPL0 code, SYSCALL, INT n and the call gate to CPL0 add none, and
+ *   a branch can take a counter from 0 to -2, which shortens the next
+ *   interval (spec 1.1 step 5, choice 19).  Checked alone, together and
+ *   with IRE and BRE, against the same model; skipped when CPUID
+ *   0x8000001C EDX lacks them (the Family 15h profiles).
  * - The threshold interrupt (spec 1.1 step 4, 4.2, 6, 8.5; choice 42): a
  *   fixed local APIC interrupt with vector LWP_CFG[47:40], taken after
  *   the instruction whose record reached the threshold, once per store
@@ -44,7 +53,7 @@
 #define VECTOR_B            0xa7
 
 #define RING_RECORDS        256
-#define MAX_RECORDS         128
+#define MAX_RECORDS         RING_RECORDS
 #define MAX_IRQS            64
 
 static struct lwpcb cb __attribute__((aligned(64)));
@@ -152,31 +161,125 @@ static bool has(u32 features)
 
 /* ---- 1, 2: counting around SYSCALL and INT n ---- */
 
-struct seq_run {
-    u32 flags;                          /* LWP_IRE, LWP_BRE */
-    u32 ire_interval, ire_counter, bre_interval, bre_counter;
+/* The events counted over the CPL3 sequence, in ascending EventId order */
+static const struct {
+    u8 id;
+    const char *name;
+} seq_events[] = {
+    { EVENT_IRE, "IRE" },
+    { EVENT_BRE, "BRE" },
+    { EVENT_CNH, "CNH" },
+    { EVENT_RNH, "RNH" },
 };
+
+#define NR_EVENTS           6           /* EventId 1-6, as in struct lwpcb */
+#define SEQ_ID(k)           (seq_events[k].id)
+#define SEQ_BIT(k)          BIT(SEQ_ID(k))
+
+struct seq_setting {
+    bool on;
+    u32 interval, counter;              /* EventInterval n, EventCounter n */
+};
+
+/* The events of a run, by EventId - 1; the others are off, with 0 and 0 */
+struct seq_run {
+    struct seq_setting ev[NR_EVENTS];
+};
+
+#define IRE(i, c)           [EVENT_IRE - 1] = { true, (i), (c) }
+#define BRE(i, c)           [EVENT_BRE - 1] = { true, (i), (c) }
+#define CNH(i, c)           [EVENT_CNH - 1] = { true, (i), (c) }
+#define RNH(i, c)           [EVENT_RNH - 1] = { true, (i), (c) }
 
 struct seq_model {
     struct lwp_record rec[MAX_RECORDS];
     u64 next[MAX_RECORDS];              /* next instruction after rec[i] */
     unsigned n;
-    u32 ire_counter, bre_counter;       /* after the sequence */
+    unsigned overruns;                  /* records at a counter below -1 */
+    int counter[NR_EVENTS];             /* after the sequence */
 };
 
-/*
- * One event of @e: count it down; at -1 append the record and reset the
- * counter to the interval (spec 1.1 steps 2-5, Table 6-1)
- */
-static void model_event(struct seq_model *m, u32 *counter, u32 interval,
-                        u8 id, const struct seq_insn *e)
+static const struct seq_setting *seq_ev(const struct seq_run *run, unsigned k)
 {
+    return &run->ev[SEQ_ID(k) - 1];
+}
+
+/* LWPCB.Flags of @run */
+static u32 seq_flags(const struct seq_run *run)
+{
+    u32 flags = 0;
+    unsigned k;
+
+    for (k = 0; k < ARRAY_SIZE(seq_events); k++) {
+        flags |= seq_ev(run, k)->on ? SEQ_BIT(k) : 0;
+    }
+    return flags;
+}
+
+/*
+ * "IRE 1/1 CNH 2/0": the events in @flags with their interval/counter in
+ * @run, or only their names without @run
+ */
+static void seq_name(char *buf, size_t size, const struct seq_run *run,
+                     u32 flags)
+{
+    unsigned k, len = 0;
+
+    buf[0] = 0;
+    for (k = 0; k < ARRAY_SIZE(seq_events) && len < size; k++) {
+        if (!(flags & SEQ_BIT(k))) {
+            continue;
+        }
+        len += snprintf(buf + len, size - len, "%s%s", len ? " " : "",
+                        seq_events[k].name);
+        if (run && len < size) {
+            len += snprintf(buf + len, size - len, " %u/%u",
+                            seq_ev(run, k)->interval,
+                            seq_ev(run, k)->counter);
+        }
+    }
+}
+
+/*
+ * How much instruction @e decrements the counter of EventId @id: 1 for
+ * IRE, 1 for BRE if it is a branch (spec 2.2, 2.3; choices 39, 40), and
+ * for CNH and RNH its clocks: one, and one more for a near branch, taken
+ * or not (choice 48).  Far CALL and RET are SEQ_INSN (choice 46).
+ */
+static int seq_weight(u8 id, const struct seq_insn *e)
+{
+    bool branch = e->kind != SEQ_INSN;
+
+    switch (id) {
+    case EVENT_IRE:
+        return 1;
+    case EVENT_BRE:
+        return branch;
+    default:
+        return 1 + branch;
+    }
+}
+
+/*
+ * @w events of EventId @id at @e: count them down; below 0 append the
+ * record and reset the counter to the interval less the overrun (spec 1.1
+ * steps 2-5, Table 6-1; choice 19)
+ */
+static void model_event(struct seq_model *m, const struct seq_run *run,
+                        u8 id, const struct seq_insn *e, int w)
+{
+    int *counter = &m->counter[id - 1];
     struct lwp_record *r = &m->rec[m->n];
 
-    if ((*counter)-- > 0) {
+    *counter -= w;
+    if (*counter >= 0) {
         return;
     }
-    *counter = interval;
+    m->overruns += *counter < -1;
+    *counter += (int)run->ev[id - 1].interval + 1;
+    if (*counter < 0) {
+        *counter = 0;
+    }
     memset(r, 0, sizeof(*r));
     r->event_id = id;
     r->core_id = CORE_ID;
@@ -186,23 +289,27 @@ static void model_event(struct seq_model *m, u32 *counter, u32 interval,
         r->flags = e->kind == SEQ_TAKEN ? BRE_FLAG_TKN : 0;
         r->data2 = e->next;
     }
+    /* CNH, RNH: generic records, Flags, Data1, Data2 0 (Figure 2-6, 2-7) */
     m->next[m->n++] = e->next;
 }
 
-/* The records of lwp_seq[] under @run; IRE's before BRE's (choice 20) */
+/* The records of lwp_seq[] under @run; ascending EventIds (choice 20) */
 static void model_seq(const struct seq_run *run, struct seq_model *m)
 {
     const struct seq_insn *e;
+    unsigned k;
+    int w;
 
     memset(m, 0, sizeof(*m));
-    m->ire_counter = run->ire_counter;
-    m->bre_counter = run->bre_counter;
-    for (e = lwp_seq; e < lwp_seq_end && m->n + 2 <= MAX_RECORDS; e++) {
-        if (run->flags & LWP_IRE) {
-            model_event(m, &m->ire_counter, run->ire_interval, EVENT_IRE, e);
-        }
-        if ((run->flags & LWP_BRE) && e->kind != SEQ_INSN) {
-            model_event(m, &m->bre_counter, run->bre_interval, EVENT_BRE, e);
+    for (k = 0; k < ARRAY_SIZE(seq_events); k++) {
+        m->counter[SEQ_ID(k) - 1] = seq_ev(run, k)->counter;
+    }
+    for (e = lwp_seq; e < lwp_seq_end; e++) {
+        for (k = 0; k < ARRAY_SIZE(seq_events); k++) {
+            w = seq_weight(SEQ_ID(k), e);
+            if (seq_ev(run, k)->on && w && m->n < MAX_RECORDS) {
+                model_event(m, run, SEQ_ID(k), e, w);
+            }
         }
     }
 }
@@ -231,8 +338,9 @@ static void report_records(const struct seq_model *m, u32 head)
     const struct lwp_record *g = &ring[i], *w = &m->rec[i];
 
     report(head == m->n * RECORD_SIZE && cb.missed_events == 0,
-           "BufferHeadOffset, MissedEvents - expect %u records, none missed "
-           "(got head %u, %lu missed)", m->n, head, cb.missed_events);
+           "BufferHeadOffset, MissedEvents - expect %u records (%u after "
+           "a counter went below -1), none missed (got head %u, %lu "
+           "missed)", m->n, m->overruns, head, cb.missed_events);
     if (i < MIN(n, m->n)) {
         report(false, "record %u of %u - expect EventId %u, IP %lx, "
                "Flags %x, Target %lx (got EventId %u, CoreId %x, IP %lx, "
@@ -262,6 +370,55 @@ static void report_cpl3_only(u32 head)
 }
 
 /*
+ * "IRE 1 -> 1, CNH 0 -> 0": the EventCounters of the events in @flags,
+ * @a[] and @b[] (by EventId - 1), or only @a[] when @b is NULL
+ */
+static void counters_name(char *buf, size_t size, u32 flags, const u32 *a,
+                          const u32 *b)
+{
+    unsigned k, len = 0;
+    u8 id;
+
+    buf[0] = 0;
+    for (k = 0; k < ARRAY_SIZE(seq_events) && len < size; k++) {
+        id = SEQ_ID(k);
+        if (!(flags & SEQ_BIT(k))) {
+            continue;
+        }
+        len += snprintf(buf + len, size - len, "%s%s %u", len ? ", " : "",
+                        seq_events[k].name, a[id - 1] & LWP_EVENT_MASK);
+        if (b && len < size) {
+            len += snprintf(buf + len, size - len, " -> %u",
+                            b[id - 1] & LWP_EVENT_MASK);
+        }
+    }
+}
+
+/* The EventCounters of the LWPCB, by EventId - 1 */
+static void cb_counters(u32 *ctr)
+{
+    unsigned i;
+
+    for (i = 0; i < NR_EVENTS; i++) {
+        ctr[i] = cb.event[i].counter;
+    }
+}
+
+static bool counters_eq(const u32 *a, const u32 *b)
+{
+    unsigned k;
+    u8 id;
+
+    for (k = 0; k < ARRAY_SIZE(seq_events); k++) {
+        id = SEQ_ID(k);
+        if ((a[id - 1] ^ b[id - 1]) & LWP_EVENT_MASK) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/*
  * Run lwp_seq_user() under @run (with interrupts on if @irq), then
  * lwp_ring0_loop() at CPL0 with LWP still enabled, and flush.  Returns
  * run_in_user()'s result; the flushed LWPCB is in cb.
@@ -269,15 +426,17 @@ static void report_cpl3_only(u32 head)
 static int seq_run_once(const struct seq_run *run, u32 extra_flags,
                         u32 threshold, bool irq)
 {
-    u32 head, ctr[2];
+    u32 head, ctr[2][NR_EVENTS];
+    char got[128];
     u64 ea[2];
+    unsigned i;
     int ret;
 
-    put_cb(run->flags | extra_flags, sizeof(ring), threshold);
-    cb.event[EVENT_IRE - 1].interval = run->ire_interval;
-    cb.event[EVENT_IRE - 1].counter = run->ire_counter;
-    cb.event[EVENT_BRE - 1].interval = run->bre_interval;
-    cb.event[EVENT_BRE - 1].counter = run->bre_counter;
+    put_cb(seq_flags(run) | extra_flags, sizeof(ring), threshold);
+    for (i = 0; i < NR_EVENTS; i++) {
+        cb.event[i].interval = run->ev[i].interval;
+        cb.event[i].counter = run->ev[i].counter;
+    }
     lwp_syscalls = 0;
     user_ints = 0;
     lwp_gate_calls = 0;
@@ -286,39 +445,71 @@ static int seq_run_once(const struct seq_run *run, u32 extra_flags,
     /* CPL0 with LWP enabled: a flush, a known loop, a second flush */
     ea[0] = slwpcb();
     head = cb.head;
-    ctr[0] = cb.event[EVENT_IRE - 1].counter;
-    ctr[1] = cb.event[EVENT_BRE - 1].counter;
+    cb_counters(ctr[0]);
     lwp_ring0_loop();
     ea[1] = slwpcb();
     lwp_stop();
+    cb_counters(ctr[1]);
+    counters_name(got, sizeof(got), cb.flags, ctr[0], ctr[1]);
     report(ea[0] == (uintptr_t)&cb && ea[1] == ea[0] && cb.head == head &&
-           cb.event[EVENT_IRE - 1].counter == ctr[0] &&
-           cb.event[EVENT_BRE - 1].counter == ctr[1],
+           counters_eq(ctr[0], ctr[1]),
            "CPL0 loop of %u DEC + JNZ with LWP enabled - expect SLWPCB %p "
            "both times, head and counters unchanged (got %lx, %lx; head %u "
-           "-> %u, IRE %x -> %x, BRE %x -> %x)", RING0_LOOPS, &cb, ea[0],
-           ea[1], head, cb.head, ctr[0], cb.event[EVENT_IRE - 1].counter,
-           ctr[1], cb.event[EVENT_BRE - 1].counter);
+           "-> %u, %s)", RING0_LOOPS, &cb, ea[0], ea[1], head, cb.head, got);
     return ret;
+}
+
+/*
+ * The EventCounters flushed after the run: the model's for the enabled
+ * events (CPL0 added nothing), those LLWPCB found for the others
+ */
+static void report_counters(const struct seq_run *run,
+                            const struct seq_model *m)
+{
+    u32 want[NR_EVENTS], got[NR_EVENTS];
+    char ws[96], gs[96];
+    unsigned i;
+
+    for (i = 0; i < NR_EVENTS; i++) {
+        want[i] = run->ev[i].on ? (u32)m->counter[i] : run->ev[i].counter;
+    }
+    cb_counters(got);
+    counters_name(ws, sizeof(ws), ~0u, want, NULL);
+    counters_name(gs, sizeof(gs), ~0u, got, NULL);
+    report(counters_eq(want, got), "EventCounters after the flush - expect "
+           "%s (got %s)", ws, gs);
+}
+
+/*
+ * Push @run's name as the report prefix and model the run in @m; false,
+ * with the prefix popped again, when CPUID lacks one of its events
+ */
+static bool seq_begin(const struct seq_run *run, struct seq_model *m)
+{
+    static char prefix[64];             /* report_prefix_push() keeps it */
+    char lacks[32];
+
+    seq_name(prefix, sizeof(prefix), run, seq_flags(run));
+    report_prefix_push(prefix);
+    if (!has(seq_flags(run))) {
+        seq_name(lacks, sizeof(lacks), NULL, seq_flags(run) & ~lwp_edx);
+        report_skip("CPUID 0x8000001C EDX %x lacks %s", lwp_edx, lacks);
+        report_prefix_pop();
+        return false;
+    }
+    model_seq(run, m);
+    return true;
 }
 
 static void test_seq(const struct seq_run *run)
 {
     static struct seq_model m;
-    u32 want = run->flags & lwp_edx;
-    char prefix[48];
+    u32 want = seq_flags(run) & lwp_edx;
     int ret;
 
-    snprintf(prefix, sizeof(prefix), "IRE %u/%u BRE %u/%u",
-             run->flags & LWP_IRE ? run->ire_interval : 0, run->ire_counter,
-             run->flags & LWP_BRE ? run->bre_interval : 0, run->bre_counter);
-    report_prefix_push(prefix);
-    if (!has(run->flags)) {
-        report_skip("CPUID 0x8000001C EDX %x lacks IRE or BRE", lwp_edx);
-        report_prefix_pop();
+    if (!seq_begin(run, &m)) {
         return;
     }
-    model_seq(run, &m);
     ret = seq_run_once(run, 0, 0, false);
     report(ret == 0 && lwp_syscalls == 2 && user_ints == 1 &&
            lwp_gate_calls == 1,
@@ -330,15 +521,7 @@ static void test_seq(const struct seq_run *run)
            want, cb.flags);
     report_records(&m, cb.head);
     report_cpl3_only(cb.head);
-    report((cb.event[EVENT_IRE - 1].counter & LWP_EVENT_MASK) ==
-           (run->flags & LWP_IRE ? m.ire_counter : 0) &&
-           (cb.event[EVENT_BRE - 1].counter & LWP_EVENT_MASK) ==
-           (run->flags & LWP_BRE ? m.bre_counter : 0),
-           "EventCounter2, 3 after the flush - expect %u, %u (got %u, %u)",
-           run->flags & LWP_IRE ? m.ire_counter : 0,
-           run->flags & LWP_BRE ? m.bre_counter : 0,
-           cb.event[EVENT_IRE - 1].counter & LWP_EVENT_MASK,
-           cb.event[EVENT_BRE - 1].counter & LWP_EVENT_MASK);
+    report_counters(run, &m);
     report_prefix_pop();
 }
 
@@ -368,13 +551,33 @@ static void setup_syscall(void)
 static void test_counting(void)
 {
     static const struct seq_run runs[] = {
-        { LWP_IRE | LWP_BRE, 1, 1, 1, 1 },
-        { LWP_IRE | LWP_BRE, 2, 2, 2, 0 },
-        { LWP_IRE | LWP_BRE, 7, 7, 7, 3 },
-        { LWP_IRE | LWP_BRE, 1, 0, 7, 7 },
-        { LWP_IRE | LWP_BRE, 7, 4, 2, 1 },
-        { LWP_IRE, 2, 0, 0, 0 },
-        { LWP_BRE, 0, 0, 1, 0 },
+        { { IRE(1, 1), BRE(1, 1) } },
+        { { IRE(2, 2), BRE(2, 0) } },
+        { { IRE(7, 7), BRE(7, 3) } },
+        { { IRE(1, 0), BRE(7, 7) } },
+        { { IRE(7, 4), BRE(2, 1) } },
+        { { IRE(2, 0) } },
+        { { BRE(1, 0) } },
+        /*
+         * The clock events (choice 48), alone, together and with IRE and
+         * BRE; at these intervals some branches (two clocks) take a
+         * counter from 0 to -2
+         */
+        { { CNH(1, 1) } },
+        { { CNH(1, 0) } },
+        { { CNH(2, 2) } },
+        { { CNH(7, 3) } },
+        { { RNH(1, 1) } },
+        { { RNH(2, 0) } },
+        { { RNH(7, 7) } },
+        { { CNH(1, 1), RNH(1, 1) } },
+        { { CNH(2, 1), RNH(7, 7) } },
+        { { CNH(7, 5), RNH(2, 2) } },
+        { { IRE(1, 1), BRE(1, 1), CNH(1, 1), RNH(1, 1) } },
+        { { IRE(2, 0), BRE(1, 0), CNH(2, 2), RNH(1, 0) } },
+        { { IRE(7, 4), BRE(2, 1), CNH(7, 7), RNH(2, 1) } },
+        { { IRE(1, 0), CNH(1, 0) } },
+        { { BRE(2, 0), RNH(2, 1) } },
     };
     unsigned i;
 
@@ -519,28 +722,26 @@ static void test_threshold_lwpins(void)
 }
 
 /*
- * IRE records of the CPL3 sequence with Threshold 0: one interrupt per
- * record, each taken before the instruction after the recorded one.
+ * The records of the CPL3 sequence under @run with Threshold 0: one
+ * interrupt per record, each taken before the instruction after the
+ * recorded one.
  */
-static void test_threshold_ire(void)
+static void test_threshold_seq(const struct seq_run *run)
 {
-    static const struct seq_run run = { LWP_IRE, 2, 1, 0, 0 };
     static struct seq_model m;
     unsigned i, n;
     int ret;
 
-    if (!has(LWP_IRE)) {
-        report_skip("CPUID 0x8000001C EDX %x lacks IRE", lwp_edx);
+    if (!seq_begin(run, &m)) {
         return;
     }
-    model_seq(&run, &m);
     thr_reset(true, true);
-    ret = seq_run_once(&run, LWP_INT, 0, true);
+    ret = seq_run_once(run, LWP_INT, 0, true);
     n = MIN(thr.count, MAX_IRQS);
     report(ret == 0 && thr.count == m.n && !thr.wrong,
-           "IRE interval 2, Threshold 0 - expect %u interrupts, one per "
-           "record (got %u, %u on the other vector, run_in_user %x)",
-           m.n, thr.count, thr.wrong, ret);
+           "Threshold 0 - expect %u interrupts, one per record (got %u, %u "
+           "on the other vector, run_in_user %x)", m.n, thr.count,
+           thr.wrong, ret);
     for (i = 0; i < n && i < m.n && thr.rip[i] == m.next[i] &&
          thr.cs[i] == USER_CS; i++) {
         continue;
@@ -550,10 +751,19 @@ static void test_threshold_ire(void)
            "%lx, got %lx)", USER_CS, i, i < m.n ? m.next[i] : 0,
            i < n ? thr.rip[i] : 0);
     report_records(&m, cb.head);
+    report_prefix_pop();
 }
 
 static void test_threshold(void)
 {
+    /* one event each: records of one instruction would share a vector */
+    static const struct seq_run runs[] = {
+        { { IRE(2, 1) } },
+        { { CNH(2, 1) } },
+        { { RNH(7, 0) } },
+    };
+    unsigned i;
+
     report_prefix_push("threshold interrupt");
     if (!has(LWP_INT)) {
         report_skip("CPUID 0x8000001C EDX %x lacks LwpInt", lwp_edx);
@@ -564,7 +774,9 @@ static void test_threshold(void)
     handle_irq(VECTOR_A, thr_handler);
     handle_irq(VECTOR_B, wrong_vector_handler);
     lwp_config(~0u, VECTOR_A);
-    test_threshold_ire();
+    for (i = 0; i < ARRAY_SIZE(runs); i++) {
+        test_threshold_seq(&runs[i]);
+    }
     test_threshold_lwpins();
     handle_irq(VECTOR_A, NULL);
     handle_irq(VECTOR_B, NULL);

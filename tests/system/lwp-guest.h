@@ -28,6 +28,8 @@
 #define LWP_VAL             BIT(1)
 #define LWP_IRE             BIT(2)
 #define LWP_BRE             BIT(3)
+#define LWP_CNH             BIT(5)
+#define LWP_RNH             BIT(6)
 #define LWP_INT             BIT(31)
 
 /* LWP_CFG: bits 39:32 COREID, 47:40 VECTOR (spec 4.2) */
@@ -38,6 +40,8 @@
 #define EVENT_VAL           1                   /* LWPVAL record */
 #define EVENT_IRE           2                   /* Instructions Retired */
 #define EVENT_BRE           3                   /* Branches Retired */
+#define EVENT_CNH           5                   /* CPU Clocks not Halted */
+#define EVENT_RNH           6                   /* Ref. Clocks not Halted */
 #define EVENT_INS           0xff                /* LWPINS record */
 #define RECORD_SIZE         32                  /* LwpEventSize */
 #define EVENT_OFFSET        0x80                /* LwpEventOffset */
@@ -71,7 +75,7 @@ struct lwpcb {
     } event[6];                         /* EventId 1-6 */
 };
 
-/* Event record (Figures 2-1 to 2-4) */
+/* Event record (Figures 2-1 to 2-4, 2-6, 2-7) */
 struct lwp_record {
     u8 event_id;
     u8 core_id;

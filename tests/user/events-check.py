@@ -45,6 +45,13 @@
 #     rt_sigreturn SYSCALL does not, and a faulting instruction counts
 #     once, when it retires after the handler (SIGNAL_HANDLER_COUNTS,
 #     choice 43);
+#   - CNH and RNH (choice 48): the cost model charges one clock to every
+#     instruction IRE counts and one more to each near branch (BRE's
+#     kinds, whatever the NCB/NRB/NAB filters say); a reference clock is
+#     a core clock.  A branch can take a counter from 0 to -2: the record
+#     names it and the overrun shortens the next interval (spec 1.1 step
+#     5, choice 19).  The records are generic (EventId, CoreId,
+#     InstructionAddress);
 #   - BRE record: Flags TKN = 1 for unconditional branches and for taken
 #     conditional ones (next instruction != fall-through), FUS = 0, PRV =
 #     PRD = 0 (no LwpBranchPrediction); TargetAddress (Data2) = the next
@@ -78,9 +85,11 @@ MIN_INTERVAL = 1
 SIGNAL_HANDLER_COUNTS = True
 
 MASK26 = (1 << 26) - 1
-VAL, IRE, BRE, INS = 1, 2, 3, 255
-FEATURE_BIT = {"val": 1 << 1, "ire": 1 << 2, "bre": 1 << 3}
-EVENT_NAME = {VAL: "VAL", IRE: "IRE", BRE: "BRE"}
+VAL, IRE, BRE, CNH, RNH, INS = 1, 2, 3, 5, 6, 255
+EVENTS = (VAL, IRE, BRE, CNH, RNH)
+FEATURE_BIT = {"val": 1 << 1, "ire": 1 << 2, "bre": 1 << 3, "cnh": 1 << 5,
+               "rnh": 1 << 6}
+EVENT_NAME = {VAL: "VAL", IRE: "IRE", BRE: "BRE", CNH: "CNH", RNH: "RNH"}
 CAP_IPF = 1 << 29
 FILTER_BIT = {"NAB": 1 << 27, "NCB": 1 << 28, "NRB": 1 << 29,
               "IPI": 1 << 30, "IPF": 1 << 31}
@@ -303,8 +312,8 @@ def model(case, seq, insns, features):
     base, limit = case["base_ip"], case["limit_ip"]
     recs = []
 
-    def count(n, ip, rec):
-        counter[n] -= 1
+    def count(n, ip, rec, w=1):
+        counter[n] -= w
         if counter[n] < 0:
             recs.append(rec)
             counter[n] = interval[n] + counter[n] + 1
@@ -322,8 +331,12 @@ def model(case, seq, insns, features):
             tkn = i.kind != "cond" or nxt != i.fall
             count(BRE, addr, (BRE, 0, REC_TKN if tkn else 0, 0, addr, nxt,
                               0))
+        for n in (CNH, RNH):
+            if n in on and i.ire and ok:
+                count(n, addr, (n, 0, 0, 0, addr, 0, 0),
+                      2 if i.kind else 1)
     wb = {}
-    for n in (VAL, IRE, BRE):
+    for n in EVENTS:
         i, c = asked.get(n, (0, 0))
         if n in on:
             wb[n] = (interval[n] & MASK26, counter[n] & MASK26)
@@ -395,14 +408,15 @@ def fmt_rec(r):
 
 
 def names(bits):
-    return ", ".join(EVENT_NAME[n] for n in (VAL, IRE, BRE)
+    return ", ".join(EVENT_NAME[n] for n in EVENTS
                      if bits & (1 << n)) or "none"
 
 
 def case_args(case):
     args = ["--block", case["block"], "--trips",
             str(TRIPS.get(case["block"], 1))]
-    for n, opt in ((VAL, "--val"), (IRE, "--ire"), (BRE, "--bre")):
+    for n, opt in ((VAL, "--val"), (IRE, "--ire"), (BRE, "--bre"),
+                   (CNH, "--cnh"), (RNH, "--rnh")):
         if n in case["events"]:
             args += [opt, "%d:%d" % case["events"][n]]
     if case["filters"]:
@@ -443,6 +457,18 @@ def cases():
         add("dense", {n: (99999, 5000) for n in ev})
     # negative values: interval -> minimum, counter -> 0
     add("main", {IRE: (-1, -3), BRE: (-5, -1)})
+    # the clock events: alone, with the others, odd intervals so that
+    # branches (two clocks) take the counter to -2 now and then
+    for i in (0, 1, 2, 7):
+        add("main", {CNH: (i, i)})
+        add("main", {RNH: (i, i + 1)})
+    for i in (1, 4):
+        add("main", {IRE: (i, i), BRE: (i, i), CNH: (i, i + 1),
+                     RNH: (i + 2, i)})
+    add("dense", {CNH: (99999, 5000), RNH: (99999, 4999)})
+    add("dense", {IRE: (99999, 5000), BRE: (99999, 5000),
+                  CNH: (99999, 5000)})
+    add("main", {CNH: (2, 2), BRE: (0, 0)}, ("NCB", "NRB", "NAB"))
     # filters; counters 0 and 1 together record every other eligible event
     ranges = (("IPF",), "ev_ipf_a", "ev_ipf_b"), \
         (("IPF",), "ev_ipf_b", "ev_ipf_c"), \
@@ -457,10 +483,13 @@ def cases():
             add("main", {IRE: (0, c), BRE: (0, c)}, f, b, lim)
     for f, b, lim in ranges:
         add("main", {IRE: (0, 0)}, f, b, lim)
+        add("main", {CNH: (0, 1), RNH: (2, 0)}, f, b, lim)
     # a SIGSEGV handler and a restarted store
     for c in (0, 1):
         add("sig", {IRE: (0, c), BRE: (0, c)})
     add("sig", {IRE: (7, 7), BRE: (2, 2)})
+    for c in (0, 1, 2):
+        add("sig", {CNH: (0, c), RNH: (2, c)})
     # LWPVAL and LWPINS (objdump-only model)
     add("val", {VAL: (0, 0), IRE: (0, 0)})
     add("val", {VAL: (0, 0), IRE: (0, 1)})
@@ -468,6 +497,7 @@ def cases():
     add("val", {VAL: (2, 1)})
     add("val", {VAL: (-3, -1), IRE: (1, 1)})
     add("val", {IRE: (0, 0)})
+    add("val", {VAL: (0, 0), CNH: (0, 0), RNH: (1, 1)})
     add("val", {VAL: (0, 0), IRE: (0, 0)}, ("IPF",), "ev_val_start+1",
         "ev_val_mid")
     return out
@@ -519,7 +549,7 @@ def check_case(ck, qemu, cpu, features, prog, case, seq, insns):
                        "masked out by LLWPCB" if flags & ~got["flags"]
                        else "", cpuid[0], cpu, names(cpuid[0]),
                        names(asked)))
-    for n in (VAL, IRE, BRE):
+    for n in EVENTS:
         if got["events"].get(n, (None,))[0] != wb[n][0]:
             bad.append("EventInterval%d 0x%08x, expected 0x%08x%s" % (
                 n, got["events"].get(n, (-1,))[0], wb[n][0],
@@ -539,7 +569,7 @@ def check_case(ck, qemu, cpu, features, prog, case, seq, insns):
     recs = got["recs"]
     bad = ["EventCounter%d 0x%08x, expected 0x%08x" % (
         n, got["events"].get(n, (0, -1))[1], wb[n][1])
-        for n in (VAL, IRE, BRE)
+        for n in EVENTS
         if got["events"].get(n, (0, None))[1] != wb[n][1]]
     if recs != want:
         first = next((k for k, (a, b) in enumerate(zip(recs, want))
@@ -615,7 +645,7 @@ def main():
         cpuid = (r or {}).get("cpuid", [0, 0, 0, 0])
         want_eax = 1 | sum(FEATURE_BIT[f] for f in features
                            if f in FEATURE_BIT)
-        ok = (cpuid[0] & 0xe) == (want_eax & 0xe) and cpuid[0] & 1 and \
+        ok = (cpuid[0] & 0x6e) == (want_eax & 0x6e) and cpuid[0] & 1 and \
             bool(cpuid[2] & CAP_IPF) == ("ipf" in features)
         ck.report(ok, "[%s] CPUID 8000_001C makes %s available%s (EAX=0x%08x"
                   " ECX=0x%08x)" % (

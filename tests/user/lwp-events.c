@@ -4,6 +4,7 @@
  *
  *   lwp-events [--native] [--block main|dense|sig|val] [--trips N]
  *              [--val I[:C]] [--ire I[:C]] [--bre I[:C]]
+ *              [--cnh I[:C]] [--rnh I[:C]]
  *              [--filters NCB,NRB,NAB,IPF,IPI]
  *              [--base SYM[+N]] [--limit SYM[+N]] [--ring BYTES]
  *
@@ -413,6 +414,7 @@ static void usage(void)
             "usage: lwp-events [--native] [--block main|dense|sig|val] "
             "[--trips N]\n"
             "       [--val I[:C]] [--ire I[:C]] [--bre I[:C]] "
+            "[--cnh I[:C]] [--rnh I[:C]] "
             "[--filters NCB,NRB,NAB,IPF,IPI]\n"
             "       [--base SYM[+N]] [--limit SYM[+N]] [--ring BYTES]\n");
     exit(2);
@@ -531,7 +533,7 @@ static void print_results(const uint8_t *cb, const uint8_t *ring)
            *(const uint32_t *)(cb + LWPCB_FILTERS),
            *(const uint64_t *)(cb + LWPCB_BASE_IP),
            *(const uint64_t *)(cb + LWPCB_LIMIT_IP));
-    for (unsigned n = 1; n <= 3; n++) {
+    for (unsigned n = 1; n <= 6; n++) {
         printf("EVENT %u INTERVAL 0x%08x COUNTER 0x%08x\n", n,
                *(const uint32_t *)(cb + LWPCB_INTERVAL(e, n)),
                *(const uint32_t *)(cb + LWPCB_COUNTER(e, n)));
@@ -562,6 +564,8 @@ int main(int argc, char **argv)
         { "val", required_argument, NULL, '1' },
         { "ire", required_argument, NULL, '2' },
         { "bre", required_argument, NULL, '3' },
+        { "cnh", required_argument, NULL, '5' },
+        { "rnh", required_argument, NULL, '6' },
         { "filters", required_argument, NULL, 'f' },
         { "base", required_argument, NULL, 'b' },
         { "limit", required_argument, NULL, 'l' },
@@ -574,7 +578,7 @@ int main(int argc, char **argv)
     void (*fn)(void *, uint64_t) = ev_main;
     uint64_t trips = 1, base = 0, limit = 0;
     uint32_t flags = 0, filters = 0, ring_size = 1u << 24;
-    int32_t interval[4] = { 0 }, counter[4] = { 0 };
+    int32_t interval[7] = { 0 }, counter[7] = { 0 };
     uint8_t *cb, *ring;
 
     while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -591,6 +595,8 @@ int main(int argc, char **argv)
         case '1':
         case '2':
         case '3':
+        case '5':
+        case '6':
             parse_event(optarg, &interval[opt - '0'], &counter[opt - '0']);
             flags |= 1u << (opt - '0');
             break;
@@ -636,7 +642,7 @@ int main(int argc, char **argv)
     *(uint32_t *)(cb + LWPCB_FILTERS) = filters;
     *(uint64_t *)(cb + LWPCB_BASE_IP) = base;
     *(uint64_t *)(cb + LWPCB_LIMIT_IP) = limit;
-    for (unsigned n = 1; n <= 3; n++) {
+    for (unsigned n = 1; n <= 6; n++) {
         uint32_t m = (1u << LWPCB_EVENT_VALUE_BITS) - 1;
 
         *(uint32_t *)(cb + LWPCB_INTERVAL(e, n)) = interval[n] & m;

@@ -14,7 +14,11 @@
  *     instruction that follows the one the last record names;
  *   - Threshold 0: one SIGIO per record;
  *   - no SIGIO without INT in Flags, with Threshold > BufferSize, or
- *     when LWP_CFG lacks INT (run under -lwp-int: LLWPCB clears it).
+ *     when LWP_CFG lacks INT (run under -lwp-int: LLWPCB clears it);
+ *   - the SIGIO is an asynchronous signal, as the kernel's for a ring
+ *     buffer: while the thread blocks it, it stays pending (it does not
+ *     kill the process), and the 40 crossings made meanwhile deliver one
+ *     SIGIO when it is unblocked (a standard signal is pending once).
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -127,6 +131,8 @@ int main(void)
                             .sa_flags = SA_SIGINFO };
     uint32_t recs;
     uint32_t cpuid_ecx, a, b, d;
+    sigset_t io, old;
+    int blocked;
 
     __cpuid(LWP_CPUID_LEAF, a, b, cpuid_ecx, d);
     if ((avail & need) != need || !(cpuid_ecx & LWP_CAP_IP_FILTERING)) {
@@ -162,6 +168,17 @@ int main(void)
                !bad_rip, "Threshold 0: one SIGIO per record, right after "
                "it (records %u, SIGIOs %d, bad %d/%d/%d)", recs, nsig,
                bad_code, bad_used, bad_rip);
+
+        sigemptyset(&io);
+        sigaddset(&io, SIGIO);
+        sigprocmask(SIG_BLOCK, &io, &old);
+        recs = run(LWP_FEAT_IRE | LWP_FEAT_INT, 0, 100);
+        blocked = nsig;
+        sigprocmask(SIG_SETMASK, &old, NULL);
+        report(recs == 40 && blocked == 0 && nsig == 1 && !bad_code,
+               "SIGIO blocked: Threshold 0, 40 records, no SIGIO while "
+               "blocked, one with POLL_IN once unblocked (SIGIOs %d "
+               "blocked, %d in all)", blocked, nsig);
 
         recs = run(LWP_FEAT_IRE | LWP_FEAT_INT, RING_SIZE + LT_REC, 100);
         report(recs == 40 && nsig == 0, "Threshold > BufferSize: never a "

@@ -52,13 +52,15 @@ for cpu in Opteron_G4 Opteron_G5; do
 done
 # XCR0 bit 62 set at start, next to x87/SSE/AVX (Opteron_G4 has no PKRU)
 expect "Opteron_G4 XCR0" "Opteron_G4,+lwp" "XCR0: 4000000000000007"
-# -cpu max,+lwp: LwpAvail, VAL, IRE, BRE and Int so far, and IP filtering
-# (docs/implementation-choices.md): three events, so LwpCbSize 0x13 and
-# LwpMaxEvents 3 (spec 3.3); LwpIpFiltering is ECX bit 29
+# -cpu max,+lwp: LwpAvail, VAL, IRE, BRE, CNH, RNH and Int, and IP
+# filtering (docs/implementation-choices.md): EventIds up to 6, so
+# LwpCbSize 0x16 and LwpMaxEvents 6 (spec 3.3); LwpIpFiltering is ECX
+# bit 29
 expect "max,+lwp" "max,+lwp" \
     "LWP supported (CPUID 8000_0001 ECX[15]): 1" \
-    "CPUID 8000_001C: EAX=8000000f EBX=80032013 ECX=20010200 EDX=8000000f" \
-    "available: avail val ire bre int"
+    "CPUID 8000_001C: EAX=8000006f EBX=80062016 ECX=20010200 EDX=8000006f" \
+    "available: avail val ire bre cnh rnh int" \
+    "LWPCB size: 176 bytes, event record: 32 bytes, max EventId: 6, event area at +0x80"
 # LWP is opt-in
 expect "max" "max" "LWP supported (CPUID 8000_0001 ECX[15]): 0"
 expect "Opteron_G4 without lwp" "Opteron_G4" \
@@ -154,7 +156,7 @@ if [ "${LWP_EVENTS_TESTS:-1}" = 1 ]; then
     else
         run_prog events-check "events-check" \
             python3 "$here/events-check.py" "$qemu" "$out/lwp-events" \
-            "$out/native-trace" 'max,+lwp@val,ire,bre,ipf' \
+            "$out/native-trace" 'max,+lwp@val,ire,bre,cnh,rnh,ipf' \
             'Opteron_G4,+lwp@val,ire,bre'
     fi
 fi

@@ -222,20 +222,38 @@ static void lwp_finish(LwpGlue *g, LwpStatus st, const LwpResult *res)
 }
 
 /*
- * Generated code counted the event of @hf (HF_LWP_IRE or HF_LWP_BRE) for
- * the instruction at @eip, in a TB translated with @tb_flags: at CPL 3,
- * with @hf, and the instruction eligible under the IP filter (the TB's
- * instructions all are, or none is: lwp_tb_eligible splits the
- * others).
+ * The events that a TB translated with @tb_flags and the LWP_TB_* bits
+ * @clk counts per instruction, at its start: LWP_FEAT_IRE, _CNH, _RNH.
  */
-static bool lwp_counted(CPUX86State *env, uint32_t tb_flags, uint32_t hf,
-                        target_ulong eip)
+static uint32_t lwp_tb_events(uint32_t tb_flags, uint32_t clk)
+{
+    uint32_t ev = 0;
+
+    if ((tb_flags & HF_CPL_MASK) != 3) {
+        return 0;
+    }
+    if (tb_flags & HF_LWP_IRE_MASK) {
+        ev |= LWP_FEAT_IRE;
+    }
+    if (clk & LWP_TB_CNH) {
+        ev |= LWP_FEAT_CNH;
+    }
+    if (clk & LWP_TB_RNH) {
+        ev |= LWP_FEAT_RNH;
+    }
+    return ev;
+}
+
+/*
+ * Whether the instruction at @eip, in a TB translated with @tb_flags, is
+ * eligible under the IP filter (the TB's instructions all are, or none
+ * is: lwp_tb_eligible splits the others).
+ */
+static bool lwp_eligible_in(CPUX86State *env, uint32_t tb_flags,
+                            target_ulong eip)
 {
     LwpContext ctx;
 
-    if (!(tb_flags & hf) || (tb_flags & HF_CPL_MASK) != 3) {
-        return false;
-    }
     if (!(tb_flags & HF_LWP_IPF_MASK)) {
         return true;
     }
@@ -243,49 +261,65 @@ static bool lwp_counted(CPUX86State *env, uint32_t tb_flags, uint32_t hf,
     return lwp_ip_eligible(&env->lwp, &ctx, eip);
 }
 
+/* Add @insns to the IRE counter and @clocks to CNH and RNH, among @ev */
+static void lwp_add(LwpState *s, uint32_t ev, int32_t insns, int32_t clocks)
+{
+    if (ev & LWP_FEAT_IRE) {
+        s->counter[LWP_EVENT_ID_IRE] += insns;
+    }
+    if (ev & LWP_FEAT_CNH) {
+        s->counter[LWP_EVENT_ID_CNH] += clocks;
+    }
+    if (ev & LWP_FEAT_RNH) {
+        s->counter[LWP_EVENT_ID_RNH] += clocks;
+    }
+}
+
 /*
- * @n instructions of a TB translated with @tb_flags, the first at @eip,
- * were counted at its start but did not retire, nor did the branch of
- * kind @branch_kind (LWP_BRANCH_*, or -1) that ends the TB and was
- * counted at its start: give back their counts, if the LWP that counted
- * them is still the one enabled (choice 39).
+ * @n instructions of a TB translated with @tb_flags and @clk, the first
+ * at @eip, were counted at its start but did not retire, nor did the near
+ * branch of kind @branch_kind (LWP_BRANCH_*, or -1) that ends the TB:
+ * give back their counts, if the LWP that counted them is still the one
+ * enabled (choice 39).  @bre: the TB counted the branch for Branches
+ * Retired at its start too.
  */
 static void lwp_unretire_at(CPUX86State *env, uint32_t tb_flags,
-                            target_ulong eip, uint32_t n, int branch_kind)
+                            uint32_t clk, target_ulong eip, uint32_t n,
+                            int branch_kind, bool bre)
 {
     LwpState *s = &env->lwp;
+    uint32_t ev = lwp_tb_events(tb_flags, clk) & s->flags;
 
-    if (!s->cb_addr) {
+    bre = bre && branch_kind >= 0 && (s->flags & LWP_FEAT_BRE) &&
+          (tb_flags & HF_LWP_BRE_MASK) && (tb_flags & HF_CPL_MASK) == 3;
+    if (!s->cb_addr || (!ev && !bre) || !lwp_eligible_in(env, tb_flags, eip)) {
         return;
     }
-    if ((s->flags & LWP_FEAT_IRE) &&
-        lwp_counted(env, tb_flags, HF_LWP_IRE_MASK, eip)) {
-        s->counter[LWP_EVENT_ID_IRE] += n;
-    }
-    if (branch_kind >= 0 && (s->flags & LWP_FEAT_BRE) &&
-        lwp_counted(env, tb_flags, HF_LWP_BRE_MASK, eip)) {
+    lwp_add(s, ev, n, n + (branch_kind >= 0));
+    if (bre) {
         s->counter[LWP_EVENT_ID_BRE] += env->lwp_bre_counts[branch_kind];
     }
 }
 
 /* ... of the current TB, the first at env->eip: an exception unwound it */
-void lwp_x86_unretire(CPUX86State *env, uint32_t tb_flags, uint32_t n,
-                      int branch_kind)
+void lwp_x86_unretire(CPUX86State *env, const TranslationBlock *tb,
+                      uint32_t n, int branch_kind)
 {
-    lwp_unretire_at(env, tb_flags, env->eip, n, branch_kind);
+    lwp_unretire_at(env, tb->flags, tb->cs_base >> LWP_TB_CS_SHIFT, env->eip,
+                    n, branch_kind, !(tb_cflags(tb) & CF_COUNT_MASK));
 }
 
 /*
  * A far CALL or JMP at @eip, the last instruction of a TB translated with
- * @tb_flags, completed: when it left CPL 3 (a call gate to an inner
- * ring, a task switch), it did not retire at CPL 3 (choice 39).  It is
- * not a branch (choice 46).
+ * @tb_flags and @clk, completed: when it left CPL 3 (a call gate to an
+ * inner ring, a task switch), it did not retire at CPL 3 (choice 39).  It
+ * is not a branch (choice 46).
  */
 void helper_lwp_far_transfer(CPUX86State *env, target_ulong eip,
-                             uint32_t tb_flags)
+                             uint32_t tb_flags, uint32_t clk)
 {
     if ((env->hflags & HF_CPL_MASK) != 3) {
-        lwp_unretire_at(env, tb_flags, eip, 1, -1);
+        lwp_unretire_at(env, tb_flags, clk, eip, 1, -1, false);
     }
 }
 
@@ -296,7 +330,8 @@ void helper_lwp_far_transfer(CPUX86State *env, target_ulong eip,
  */
 void lwp_x86_uncount(CPUX86State *env)
 {
-    lwp_x86_unretire(env, env->hflags, 1, -1);
+    lwp_unretire_at(env, env->hflags, env->lwp_tb_clk, env->eip, 1, -1,
+                    false);
 }
 
 /* 6, Table 6-1: the EIPs @first..@last are all inside [BaseIP, LimitIP] */
@@ -312,14 +347,44 @@ static bool lwp_range_out(LwpState *s, uint64_t first, uint64_t last)
 }
 
 /*
- * The number of instructions until Instructions Retired goes negative:
- * the k-th takes it to -1 (a negative counter makes the first do it)
+ * In a TB of @n instructions, the last a near branch if @br, the
+ * instruction that takes the counter of event @id below 0, counted from
+ * 1; n + 1 if none does.  Each instruction is one event, or one clock
+ * for CNH and RNH, and a near branch two clocks (choice 48).  A negative
+ * counter makes the first do it.
  */
-static int32_t lwp_ire_left(LwpState *s)
+static uint32_t lwp_fires_at(LwpState *s, int id, uint32_t n, bool br)
 {
-    int32_t c = s->counter[LWP_EVENT_ID_IRE];
+    int64_t c = s->counter[id];
+    uint32_t last = n + (br && id != LWP_EVENT_ID_IRE);
 
-    return c >= 0 ? c + 1 : 1;
+    if (c < 0) {
+        return 1;
+    }
+    if (c + 1 < n) {
+        return c + 1;
+    }
+    return c < last ? n : n + 1;
+}
+
+/*
+ * The instruction of such a TB at which the first of the events @ev
+ * fires (n + 1 if none)
+ */
+static uint32_t lwp_split_at(LwpState *s, uint32_t ev, uint32_t n, bool br)
+{
+    static const int ids[] = {
+        LWP_EVENT_ID_IRE, LWP_EVENT_ID_CNH, LWP_EVENT_ID_RNH
+    };
+    uint32_t k = n + 1;
+    int i;
+
+    for (i = 0; i < ARRAY_SIZE(ids); i++) {
+        if (ev & (1u << ids[i])) {
+            k = MIN(k, lwp_fires_at(s, ids[i], n, br));
+        }
+    }
+    return k;
 }
 
 /* Have the current TB run as an exact TB of its first @k instructions */
@@ -386,10 +451,11 @@ static bool lwp_tb_eligible(CPUX86State *env, target_ulong first,
 /*
  * Start of an exact TB of @n instructions translated with @cflags, from
  * EIP @first to @last, that the generated code does not count by itself
- * (translate.c, gen_lwp_tb_start).  When its instructions would take
- * Instructions Retired below -1, split it, so that the instruction that
- * takes the counter to -1 ends it, as icount does.  Otherwise count the
- * TB and return whether its instructions are eligible under the IP
+ * (translate.c, gen_lwp_tb_start); @n has LWP_TB_ENDS_BRANCH if the TB
+ * ends with a near branch.  When an instruction before its last would
+ * take Instructions Retired or a clock counter below 0, split it, so that
+ * the instruction that does ends it, as icount does.  Otherwise count
+ * the TB and return whether its instructions are eligible under the IP
  * filter; its exits count its branch and store the records.
  */
 uint32_t helper_lwp_tb_enter(CPUX86State *env, uint32_t n,
@@ -397,40 +463,44 @@ uint32_t helper_lwp_tb_enter(CPUX86State *env, uint32_t n,
                              uint32_t cflags)
 {
     LwpState *s = &env->lwp;
+    bool br = n & LWP_TB_ENDS_BRANCH;
+    uint32_t ev;
 
+    n &= ~LWP_TB_ENDS_BRANCH;
     lwp_tb_sync(env);
     if (!lwp_tb_eligible(env, first, last, cflags)) {
         return false;
     }
-    if (env->hflags & HF_LWP_IRE_MASK) {
-        int32_t k = lwp_ire_left(s);
-
-        if (k < n) {
-            lwp_retranslate(env, cflags, k);
-        }
-        s->counter[LWP_EVENT_ID_IRE] -= n;
+    ev = lwp_tb_events(env->hflags, env->lwp_tb_clk);
+    if (lwp_split_at(s, ev, n, br) < n) {
+        lwp_retranslate(env, cflags, lwp_split_at(s, ev, n, br));
     }
+    lwp_add(s, ev, -n, -(n + br));
     return true;
 }
 
 /*
- * Start of a normal TB of @n instructions that the generated code does
- * not count by itself: LWP must sync, the TB straddles the IP filter's
- * range, or its last instruction takes a counter negative.  Never
- * returns: the TB is retranslated as an exact one, of its first k
- * instructions when the k-th takes Instructions Retired to -1, of one
- * instruction when it straddles, else of all n.
+ * Start of a normal TB of @n instructions (with LWP_TB_ENDS_BRANCH as
+ * above) that the generated code does not count by itself: LWP must
+ * sync, the TB straddles the IP filter's range, or its last instruction
+ * takes a counter negative.  Never returns: the TB is retranslated as an
+ * exact one, of its first k instructions when the k-th takes
+ * Instructions Retired or a clock counter below 0, of one instruction
+ * when it straddles, else of all n.
  */
 void helper_lwp_tb_slow(CPUX86State *env, uint32_t n, target_ulong first,
                         target_ulong last, uint32_t cflags)
 {
-    LwpState *s = &env->lwp;
-    int32_t k = n;
+    bool br = n & LWP_TB_ENDS_BRANCH;
+    uint32_t k;
 
+    n &= ~LWP_TB_ENDS_BRANCH;
+    k = n;
     lwp_tb_sync(env);
-    if (lwp_tb_eligible(env, first, last, cflags) &&
-        (env->hflags & HF_LWP_IRE_MASK)) {
-        k = MIN(lwp_ire_left(s), n);
+    if (lwp_tb_eligible(env, first, last, cflags)) {
+        k = MIN(lwp_split_at(&env->lwp,
+                             lwp_tb_events(env->hflags, env->lwp_tb_clk),
+                             n, br), n);
     }
     lwp_retranslate(env, cflags, k);
 }
@@ -475,21 +545,22 @@ void helper_lwp_fire(CPUX86State *env, target_ulong ip, target_ulong target,
 /* 5.1 */
 void helper_llwpcb(CPUX86State *env, target_ulong ea)
 {
-    bool counts = lwp_counted(env, env->hflags, HF_LWP_IRE_MASK, env->eip);
+    uint32_t ev = 0;
     LwpContext ctx;
     LwpGlue g;
     LwpMem mem;
     LwpResult res;
     LwpStatus st;
 
+    if (env->lwp.cb_addr && lwp_eligible_in(env, env->hflags, env->eip)) {
+        ev = lwp_tb_events(env->hflags, env->lwp_tb_clk) & env->lwp.flags;
+    }
     lwp_begin(env, &ctx, &g, &mem, GETPC());
     /* LLWPCB is counted by neither LWP (choice 39); a fault unwinds it */
-    if (counts) {
-        env->lwp.counter[LWP_EVENT_ID_IRE]++;
-    }
+    lwp_add(&env->lwp, ev, 1, 1);
     st = lwp_llwpcb(&env->lwp, &ctx, &mem, ea, &res);
-    if (st != LWP_OK && counts) {
-        env->lwp.counter[LWP_EVENT_ID_IRE]--;
+    if (st != LWP_OK) {
+        lwp_add(&env->lwp, ev, -1, -1);
     }
     lwp_finish(&g, st, &res);
 }
