@@ -3,17 +3,22 @@
  *
  * Built as a shared library and loaded with LD_PRELOAD (under qemu-x86_64:
  * -E LD_PRELOAD=.../lwp-preload.so).  Its constructor, in the main thread,
- * allocates an LWPCB and a ring buffer, executes LLWPCB and starts a
- * consumer thread.  The consumer wakes every millisecond, reads
- * BufferHeadOffset, counts the records between the tail and the head by
- * EventId and moves BufferTailOffset to the head, as a profiler would.
- * LWP is per thread and a new thread starts with LWP disabled (spec 8.7.2,
+ * allocates an LWPCB and a ring buffer and executes LLWPCB.  A consumer
+ * reads BufferHeadOffset, counts the records between the tail and the
+ * head by EventId and moves BufferTailOffset to the head, as a profiler
+ * would.  By default the consumer is LWP's threshold interrupt (spec 1.1
+ * step 4), as LWP intends: INT is enabled with a Threshold, and the
+ * SIGIO handler that qemu-x86_64 raises for it (choice 42) drains the
+ * ring in the profiled thread itself.  LWP_BENCH_CONSUMER=thread uses a
+ * polling thread instead, which wakes every LWP_BENCH_PERIOD_MS; LWP is
+ * per thread and a new thread starts with LWP disabled (spec 8.7.2,
  * docs/implementation-choices.md choice 36), so only the main thread is
  * profiled.  The destructor executes LLWPCB 0 (which flushes the head),
  * stops the consumer, drains what is left and prints one line:
  *
  *   lwp-preload: flags=0x6 interval2=99999 interval3=99999 records=N
  *     ev1=N ev2=N ev3=N ev4=N ev5=N ev6=N ev255=N other=N missed=N
+ *     drains=N
  *
  * flags is LWPCB.Flags as LLWPCB wrote it back (the events actually
  * enabled), intervalN the EventIntervalN it wrote back (raised to the
@@ -27,9 +32,16 @@
  *   LWP_BENCH_INTERVAL  EventInterval and EventCounter of every event
  *                       (default 99999; 0 asks for the minimum)
  *   LWP_BENCH_RING_KB   ring buffer size in KiB (default 32768)
+ *   LWP_BENCH_CONSUMER  signal (default) or thread
+ *   LWP_BENCH_THRESHOLD_KB  signal: Threshold in KiB (default 1024, 32 Ki
+ *                       records; at most the ring size)
+ *   LWP_BENCH_PERIOD_MS thread: how long the consumer sleeps between two
+ *                       drains (default 10: the default ring holds 1 Mi
+ *                       records, over 100 ms of records at the minimum
+ *                       interval)
  *   LWP_BENCH_OUT       file that receives the line (default: stderr)
  *
- * Random is 0, Threshold 0 and INT off; no filters.  Any failure to set up
+ * Random is 0; no filters.  Any failure to set up
  * LWP ends the program with exit status 3, so a benchmark cannot silently
  * measure a run without LWP.
  *
@@ -40,6 +52,7 @@
 #include <cpuid.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,6 +74,9 @@ static struct {
     uint8_t *cb;            /* the LWPCB */
     uint8_t *ring;          /* the ring buffer */
     uint32_t ring_size;     /* BufferSize, a multiple of the record size */
+    unsigned long period_ms; /* the consumer thread's sleep */
+    int thread;             /* the consumer is a thread, not SIGIO */
+    uint64_t drains;        /* times the consumer found records */
     uint32_t event_offset;  /* LwpEventOffset (CPUID 8000_001C EBX) */
     uint32_t flags;         /* LWPCB.Flags after LLWPCB */
     uint32_t interval[LWP_NUM_EVENTS + 1];
@@ -118,6 +134,7 @@ static void drain(void)
     if (head >= lb.ring_size) {
         return;
     }
+    lb.drains += tail != head;
     while (tail != head) {
         lb.count[lb.ring[tail + LWP_REC_EVENT_ID]]++;
         lb.records++;
@@ -129,13 +146,33 @@ static void drain(void)
     cb_write32(LWPCB_TAIL, tail);
 }
 
+/*
+ * The threshold interrupt (choice 42): the ring is over the threshold.
+ * LWP would count the handler's own instructions (choice 43), which at
+ * small intervals store more records than the drain consumes: LLWPCB 0
+ * stops LWP (writing back the head and the counters), LLWPCB resumes it
+ * where it was, so the drain is not profiled, like a consumer thread or
+ * an OS that drains in the kernel.
+ */
+static void on_sigio(int sig, siginfo_t *si, void *uc)
+{
+    (void)sig;
+    (void)si;
+    (void)uc;
+    llwpcb(NULL);
+    drain();
+    llwpcb(lb.cb);
+}
+
 static void *consumer(void *arg)
 {
-    const struct timespec ms = { 0, 1000 * 1000 };
+    const struct timespec period = {
+        lb.period_ms / 1000, lb.period_ms % 1000 * 1000 * 1000
+    };
 
     (void)arg;
     while (!__atomic_load_n(&lb.stop, __ATOMIC_ACQUIRE)) {
-        nanosleep(&ms, NULL);
+        nanosleep(&period, NULL);
         drain();
     }
     return NULL;
@@ -177,7 +214,7 @@ static unsigned long env_number(const char *name, unsigned long dflt)
         return dflt;
     }
     if (sscanf(s, "%lu%c", &v, &junk) != 1) {
-        fail("LWP_BENCH_INTERVAL and LWP_BENCH_RING_KB are numbers");
+        fail("LWP_BENCH_INTERVAL, _RING_KB and _PERIOD_MS are numbers");
     }
     return v;
 }
@@ -186,8 +223,9 @@ __attribute__((constructor))
 static void lwp_preload_start(void)
 {
     const char *events = getenv("LWP_BENCH_EVENTS");
-    uint32_t a, b, c, d, want, interval, min_ring;
+    uint32_t a, b, c, d, want, interval, min_ring, threshold = 0;
     unsigned long ring_kb;
+    const char *how = getenv("LWP_BENCH_CONSUMER");
 
     if (!events || !*events) {
         return;
@@ -195,6 +233,15 @@ static void lwp_preload_start(void)
     want = parse_events(events);
     interval = env_number("LWP_BENCH_INTERVAL", 99999);
     ring_kb = env_number("LWP_BENCH_RING_KB", 32768);
+    lb.period_ms = env_number("LWP_BENCH_PERIOD_MS", 10);
+    if (lb.period_ms < 1 || lb.period_ms > 1000) {
+        fail("LWP_BENCH_PERIOD_MS is not 1..1000");
+    }
+    if (how && !strcmp(how, "thread")) {
+        lb.thread = 1;
+    } else if (how && *how && strcmp(how, "signal")) {
+        fail("LWP_BENCH_CONSUMER is signal or thread");
+    }
     if (interval > LWPCB_INTERVAL_MAX) {
         fail("LWP_BENCH_INTERVAL is above 0x1ffffff");
     }
@@ -210,6 +257,9 @@ static void lwp_preload_start(void)
     __cpuid(LWP_CPUID_LEAF, a, b, c, d);
     if (!(a & LWP_FEAT_AVAIL)) {
         fail("LWP not available (CPUID 8000_001C EAX[0] is 0)");
+    }
+    if (!lb.thread && !(a & LWP_FEAT_INT)) {
+        fail("the threshold interrupt is not available (EAX[31] is 0)");
     }
     lb.event_offset = (b >> LWP_CPUID_EBX_EVENTOFFSET_SHIFT) & 0xff;
     min_ring = ((c & LWP_CAP_MIN_BUFFER_MASK) >> LWP_CAP_MIN_BUFFER_SHIFT) *
@@ -230,6 +280,20 @@ static void lwp_preload_start(void)
     if (lb.cb == MAP_FAILED || lb.ring == MAP_FAILED) {
         fail("mmap failed");
     }
+    if (!lb.thread) {
+        struct sigaction sa = {
+            .sa_sigaction = on_sigio, .sa_flags = SA_SIGINFO | SA_RESTART,
+        };
+
+        threshold = env_number("LWP_BENCH_THRESHOLD_KB", 1024) << 10;
+        threshold = threshold > lb.ring_size ? lb.ring_size : threshold;
+        sigemptyset(&sa.sa_mask);
+        if (sigaction(SIGIO, &sa, NULL)) {
+            fail("sigaction(SIGIO) failed");
+        }
+        want |= LWP_FEAT_INT;
+    }
+    cb_write32(LWPCB_THRESHOLD, threshold);
     cb_write32(LWPCB_FLAGS, want);
     cb_write32(LWPCB_BUFFER_SIZE, lb.ring_size);    /* Random = 0 */
     cb_write64(LWPCB_BUFFER_BASE, (uintptr_t)lb.ring);
@@ -249,9 +313,12 @@ static void lwp_preload_start(void)
     for (int id = 1; id <= LWP_NUM_EVENTS; id++) {
         lb.interval[id] = cb_read32(LWPCB_INTERVAL(lb.event_offset, id));
     }
+    if (!lb.thread && !(lb.flags & LWP_FEAT_INT)) {
+        fail("LLWPCB did not enable the threshold interrupt");
+    }
     lb.active = 1;
     /* The consumer thread starts with LWP disabled (choice 36) */
-    if (pthread_create(&lb.consumer, NULL, consumer, NULL)) {
+    if (lb.thread && pthread_create(&lb.consumer, NULL, consumer, NULL)) {
         fail("pthread_create failed");
     }
 }
@@ -270,8 +337,17 @@ static void lwp_preload_stop(void)
     lb.active = 0;
     /* LLWPCB 0 flushes the head pointer and the counters, then disables */
     llwpcb(NULL);
-    __atomic_store_n(&lb.stop, 1, __ATOMIC_RELEASE);
-    pthread_join(lb.consumer, NULL);
+    if (lb.thread) {
+        __atomic_store_n(&lb.stop, 1, __ATOMIC_RELEASE);
+        pthread_join(lb.consumer, NULL);
+    } else {
+        sigset_t io;
+
+        /* a SIGIO still queued must not drain at the same time */
+        sigemptyset(&io);
+        sigaddset(&io, SIGIO);
+        sigprocmask(SIG_BLOCK, &io, NULL);
+    }
     drain();
 
     n = snprintf(line, sizeof(line), "lwp-preload: flags=0x%x", lb.flags);
@@ -293,10 +369,11 @@ static void lwp_preload_stop(void)
     }
     other -= lb.count[LWP_EVENT_ID_INS];
     n += snprintf(line + n, sizeof(line) - n,
-                  " ev255=%llu other=%llu missed=%llu\n",
+                  " ev255=%llu other=%llu missed=%llu drains=%llu\n",
                   (unsigned long long)lb.count[LWP_EVENT_ID_INS],
                   (unsigned long long)other,
-                  (unsigned long long)cb_read64(LWPCB_MISSED));
+                  (unsigned long long)cb_read64(LWPCB_MISSED),
+                  (unsigned long long)lb.drains);
     if (out && *out) {
         fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
         if (fd < 0) {

@@ -136,7 +136,7 @@ workload_desc() {
 }
 
 # Configurations: name, input size, emulator command line
-CONFIGS=(up off never irebre ire val bb insn off_small min_small)
+CONFIGS=(up off never irebre thread ire val bb insn off_small min_small)
 lwp_env() {
     QEMU+=(-E "LD_PRELOAD=$PRELOAD" -E "LWP_BENCH_EVENTS=$1"
            -E "LWP_BENCH_INTERVAL=$2" -E "LWP_BENCH_RING_KB=$RING_KB"
@@ -154,6 +154,10 @@ config_qemu() {
     irebre | ire | val)
         QEMU=("$OURS" -cpu "$LWP_CPU,+lwp")
         lwp_env "${1/irebre/ire+bre}" 99999 "$2" ;;
+    thread)
+        QEMU=("$OURS" -cpu "$LWP_CPU,+lwp")
+        lwp_env ire+bre 99999 "$2"
+        QEMU+=(-E LWP_BENCH_CONSUMER=thread) ;;
     min_small)
         QEMU=("$OURS" -cpu "$LWP_CPU,+lwp")
         lwp_env ire 0 "$2" ;;
@@ -194,7 +198,7 @@ run_one() {
         die "$w/$c run $rep: output differs from the native program's ($p.out)"
     fi
     case $c in
-    irebre | ire | val | min_small)
+    irebre | thread | ire | val | min_small)
         [ -s "$p.lwp" ] ||
             die "$w/$c run $rep: no lwp-preload report ($p.err)" ;;
     esac
@@ -285,6 +289,7 @@ rows = [
     ("off", "ours `-cpu max` (LWP off)"),
     ("never", "ours `+lwp`, never enabled"),
     ("irebre", "ours, IRE+BRE interval 99,999"),
+    ("thread", "ours, IRE+BRE interval 99,999, consumer thread"),
     ("ire", "ours, IRE only, interval 99,999"),
     ("val", "ours, LWP enabled, no event counted (VAL only)"),
     ("bb", "upstream, libbb.so inline"),
@@ -310,6 +315,8 @@ ratios = [
     ("ours +lwp never enabled vs upstream", "never", "up", "at most +1%"),
     ("IRE+BRE 99,999 vs ours LWP off", "irebre", "off", "at most +10%"),
     ("IRE+BRE 99,999 vs +lwp never enabled", "irebre", "never", ""),
+    ("IRE+BRE 99,999, consumer thread, vs ours LWP off", "thread", "off",
+     ""),
     ("IRE only 99,999 vs ours LWP off", "ire", "off", ""),
     ("LWP enabled, VAL only vs ours LWP off", "val", "off", ""),
     ("libbb.so inline vs upstream", "bb", "up", "issue: ~+42% on gzip"),
@@ -323,10 +330,12 @@ for name, a, b, budget in ratios:
 warn = []
 print("\nLWP records (per run; LWPCB values read back after LLWPCB):\n")
 print("| run | enabled (Flags) | EventInterval1/2/3 read back | records "
-      "| IRE | BRE | MissedEvents | ns per record |")
-print("|---|---|---|---:|---:|---:|---:|---:|")
+      "| IRE | BRE | MissedEvents | drains | ns per record |")
+print("|---|---|---|---:|---:|---:|---:|---:|---:|")
 for w in wls:
-    for c, label in (("irebre", "IRE+BRE 99,999"), ("ire", "IRE 99,999"),
+    for c, label in (("irebre", "IRE+BRE 99,999"),
+                     ("thread", "IRE+BRE 99,999, thread"),
+                     ("ire", "IRE 99,999"),
                      ("val", "VAL only"), ("min_small", "IRE minimum")):
         r = lwp(w, c)
         if not r:
@@ -337,6 +346,7 @@ for w in wls:
         missed = max(int(x["missed"]) for x in r)
         ev2 = statistics.median(int(x["ev2"]) for x in r)
         ev3 = statistics.median(int(x["ev3"]) for x in r)
+        drains = statistics.median(int(x["drains"]) for x in r)
         flags = sorted({events(x["flags"]) for x in r})
         cost = "-"
         if c == "min_small" and recs:
@@ -344,8 +354,10 @@ for w in wls:
             wall = (med(w, c, 1) - med(w, "off_small", 1)) / recs * 1e9
             cost = f"{cpu:.0f} (wall {wall:.0f})"
         print(f"| {w}, {label} | {', '.join(flags)} | {', '.join(iv)} "
-              f"| {recs:.0f} | {ev2:.0f} | {ev3:.0f} | {missed} | {cost} |")
-        want = {"irebre": "IRE+BRE", "ire": "IRE", "val": "VAL",
+              f"| {recs:.0f} | {ev2:.0f} | {ev3:.0f} | {missed} "
+              f"| {drains:.0f} | {cost} |")
+        want = {"irebre": "IRE+BRE", "thread": "IRE+BRE", "ire": "IRE",
+                "val": "VAL",
                 "min_small": "IRE"}[c]
         if flags != [want]:
             warn.append(f"{w}, {label}: LLWPCB enabled {', '.join(flags)}, "
