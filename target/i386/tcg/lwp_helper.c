@@ -475,7 +475,7 @@ uint32_t helper_lwp_tb_enter(CPUX86State *env, uint32_t n,
     if (lwp_split_at(s, ev, n, br) < n) {
         lwp_retranslate(env, cflags, lwp_split_at(s, ev, n, br));
     }
-    lwp_add(s, ev, -n, -(n + br));
+    lwp_add(s, ev, -(int32_t)n, -(int32_t)(n + br));
     return true;
 }
 
