@@ -464,7 +464,7 @@ uint32_t helper_lwp_tb_enter(CPUX86State *env, uint32_t n,
 {
     LwpState *s = &env->lwp;
     bool br = n & LWP_TB_ENDS_BRANCH;
-    uint32_t ev;
+    uint32_t ev, k;
 
     n &= ~LWP_TB_ENDS_BRANCH;
     lwp_tb_sync(env);
@@ -472,8 +472,9 @@ uint32_t helper_lwp_tb_enter(CPUX86State *env, uint32_t n,
         return false;
     }
     ev = lwp_tb_events(env->hflags, env->lwp_tb_clk);
-    if (lwp_split_at(s, ev, n, br) < n) {
-        lwp_retranslate(env, cflags, lwp_split_at(s, ev, n, br));
+    k = lwp_split_at(s, ev, n, br);
+    if (k < n) {
+        lwp_retranslate(env, cflags, k);
     }
     lwp_add(s, ev, -(int32_t)n, -(int32_t)(n + br));
     return true;
