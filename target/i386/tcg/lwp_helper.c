@@ -41,6 +41,38 @@ static int lwp_mmu_index(CPUX86State *env)
 }
 
 /*
+ * Copy to or from guest RAM at @host.  A consumer on another vCPU reads
+ * the head offset and MissedEvents and writes the tail offset while LWP
+ * runs, so an aligned 4 or 8 bytes (one such field: the engine accesses
+ * each separately) is one host access, which is never seen torn.
+ */
+static void lwp_host_copy(void *host, uint8_t *buf, uint32_t len,
+                          MMUAccessType type)
+{
+    bool st = type == MMU_DATA_STORE;
+
+    if (len == 4 && QEMU_PTR_IS_ALIGNED(host, 4)) {
+        if (st) {
+            qatomic_set((uint32_t *)host, ldl_he_p(buf));
+        } else {
+            stl_he_p(buf, qatomic_read((uint32_t *)host));
+        }
+#ifdef CONFIG_ATOMIC64
+    } else if (len == 8 && QEMU_PTR_IS_ALIGNED(host, 8)) {
+        if (st) {
+            qatomic_set__nocheck((uint64_t *)host, ldq_he_p(buf));
+        } else {
+            stq_he_p(buf, qatomic_read__nocheck((uint64_t *)host));
+        }
+#endif
+    } else if (st) {
+        memcpy(host, buf, len);
+    } else {
+        memcpy(buf, host, len);
+    }
+}
+
+/*
  * Probe [addr, addr + len) page by page without faulting; with @buf, also
  * copy to or from it.
  */
@@ -59,11 +91,7 @@ static bool lwp_access(LwpGlue *g, uint64_t addr, uint8_t *buf,
             return false;
         }
         if (buf && host && !flags) {
-            if (type == MMU_DATA_STORE) {
-                memcpy(host, buf, plen);
-            } else {
-                memcpy(buf, host, plen);
-            }
+            lwp_host_copy(host, buf, plen, type);
         } else if (buf) {
             /* MMIO, watchpoints, ...: the TLB entry is there now */
             for (uint32_t i = 0; i < plen; i++) {
