@@ -8,6 +8,8 @@
 #   user     guest programs under build/qemu-x86_64 (tests/user)
 #   system   bare-metal guest kernel under build/qemu-system-x86_64
 #            (tests/system)
+#   migration  the system-mode guest profiling across migrate-to-file and
+#            savevm/loadvm, against an uninterrupted run (tests/migration)
 #   linux    Debian 12's kernel booted under build/qemu-system-x86_64 with
 #            +lwp (tests/linux)
 #   qtest    lwp-cpuid-test and upstream's test-x86-cpuid-compat
@@ -16,7 +18,7 @@
 # LAYERS="engine user" scripts/test.sh runs a subset.
 set -uo pipefail
 . "$(dirname "$0")/common.sh"
-LAYERS=${LAYERS:-engine asan fuzz user system linux qtest tcg}
+LAYERS=${LAYERS:-engine asan fuzz user system migration linux qtest tcg}
 total_pass=0 total_fail=0
 summary=()
 
@@ -81,6 +83,7 @@ layer_script() { # LAYER SCRIPT ARGS...: the script's last line is "X: N passed,
 has fuzz && layer_script fuzz "$TOP/tests/fuzz/run.sh"
 has user && layer_script user "$TOP/tests/user/run.sh" "$BUILD/qemu-x86_64"
 has system && layer_script system "$TOP/tests/system/run.sh" "$BUILD/qemu-system-x86_64"
+has migration && layer_script migration "$TOP/tests/migration/run.sh" "$BUILD/qemu-system-x86_64"
 has linux && layer_script linux "$TOP/tests/linux/run.sh" "$BUILD/qemu-system-x86_64"
 
 if has qtest; then

@@ -58,6 +58,17 @@ struct ex_regs {
 
 #define ASM_TRY_CLEAR   "movl $0, exception_vec(%%rip)\n\t"
 #define ASM_PTR         ".quad"
+
+/* The 64-bit TSS: the stacks for CPL changes and the IST */
+struct tss {
+    u32 reserved0;
+    u64 rsp[3];
+    u64 reserved1;
+    u64 ist[7];
+    u64 reserved2;
+    u16 reserved3;
+    u16 iomap_base;
+} __attribute__((packed));
 #else
 struct ex_regs {
     unsigned long es, ds;
@@ -70,6 +81,15 @@ struct ex_regs {
 
 #define ASM_TRY_CLEAR   "movl $0, %%ss:exception_vec\n\t"
 #define ASM_PTR         ".long"
+
+/* The 32-bit TSS: only the CPL0 stack is used */
+struct tss {
+    u32 link;
+    u32 esp0, ss0;
+    u32 unused[22];                     /* no hardware task switches */
+    u16 trap;
+    u16 iomap_base;
+} __attribute__((packed));
 #endif
 
 typedef void (*handler_fn)(struct ex_regs *regs);

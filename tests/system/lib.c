@@ -380,8 +380,8 @@ void abort(void)
 /* ---- IDT, TSS, exceptions ---- */
 
 /*
- * The 64-bit and the 32-bit IDT gate and TSS.  TSS_SLOTS is the number of
- * GDT entries the TSS descriptor takes.
+ * The 64-bit and the 32-bit IDT gate (the TSS is in desc.h).  TSS_SLOTS is
+ * the number of GDT entries the TSS descriptor takes.
  */
 #ifdef __x86_64__
 struct idt_entry {
@@ -394,16 +394,6 @@ struct idt_entry {
     u32 reserved;
 } __attribute__((packed));
 
-struct tss {
-    u32 reserved0;
-    u64 rsp[3];
-    u64 reserved1;
-    u64 ist[7];
-    u64 reserved2;
-    u16 reserved3;
-    u16 iomap_base;
-} __attribute__((packed));
-
 #define TSS_SLOTS       2
 #define TSS_SET_STACK(t, top)   ((t)->rsp[0] = (top))
 #define IDT_SET_HIGH(e, addr)   ((e)->offset2 = (addr) >> 32)
@@ -414,14 +404,6 @@ struct idt_entry {
     u8 ist;                             /* reserved, 0 */
     u8 type_attr;
     u16 offset1;
-} __attribute__((packed));
-
-struct tss {
-    u32 link;
-    u32 esp0, ss0;
-    u32 unused[22];                     /* no hardware task switches */
-    u16 trap;
-    u16 iomap_base;
 } __attribute__((packed));
 
 #define TSS_SLOTS       1

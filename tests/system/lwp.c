@@ -19,6 +19,10 @@
 #include "processor.h"
 #include "lwp-guest.h"
 #include "lwp-events.h"
+#include "lwp-migrate.h"
+#include "lwp-tasks.h"
+#include "lwp-xsave.h"
+#include "lwp-smp.h"
 
 #define XSTATE_FP_SSE_AVX   0x7ul
 
@@ -30,9 +34,12 @@
 #define FAM15H_LWP_ECX      0x00010200
 #define FAM15H_LWP_EDX      0x8000000f
 
-enum config { CONFIG_NOLWP, CONFIG_G4, CONFIG_G5, CONFIG_MAX };
+enum config { CONFIG_NOLWP, CONFIG_G4, CONFIG_G5, CONFIG_MAX, CONFIG_MIGRATE,
+             CONFIG_SMP };
 
-static const char *const config_names[] = { "nolwp", "g4", "g5", "max" };
+static const char *const config_names[] = {
+    "nolwp", "g4", "g5", "max", "migrate", "smp",
+};
 static enum config config;
 
 static bool fam15h(void)
@@ -492,6 +499,17 @@ int main(u32 magic, u32 mbi)
         printf("ABORT: the command line needs config=nolwp|g4|g5|max\n");
         abort();
     }
+    if (config == CONFIG_MIGRATE) {
+        /* -cpu max,+lwp: tests/migration/run.sh (lwp-migrate.c) */
+        return lwp_migrate_main();
+    }
+    if (config == CONFIG_SMP) {
+        /* -cpu max,+lwp -smp 4, MTTCG: tests/system/lwp-smp.c */
+        report_prefix_push(config_names[config]);
+        test_lwp_smp();
+        report_prefix_pop();
+        return report_summary();
+    }
 
     report_prefix_push(config_names[config]);
     test_harness();
@@ -508,6 +526,10 @@ int main(u32 magic, u32 mbi)
         test_lwp_user(edx);
     }
     test_lwp_events();
+    if (config != CONFIG_NOLWP) {
+        test_lwp_tasks();
+        test_xsave_lwp();
+    }
     report_prefix_pop();
     return report_summary();
 }

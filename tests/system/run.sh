@@ -25,7 +25,8 @@ src=$(cd "$(dirname "$0")" && pwd)
 build=${TESTS_SYSTEM_BUILD:-$(cd "$src/../.." && pwd)/build/tests-system}
 
 # kernel  config=NAME (what the kernel expects)  -cpu model.  tests.elf
-# runs in long mode, tests32.elf in legacy protected mode.
+# runs in long mode, tests32.elf in legacy protected mode.  Words after
+# the model replace the default "-accel tcg" (e.g. -smp and MTTCG).
 configs=(
     "tests.elf   nolwp max"
     "tests.elf   g4    Opteron_G4,+lwp"
@@ -34,6 +35,7 @@ configs=(
     "tests32.elf nolwp max"
     "tests32.elf g4    Opteron_G4,+lwp"
     "tests32.elf max   max,+lwp"
+    "tests.elf   smp   max,+lwp -smp 4 -accel tcg,thread=multi"
 )
 
 if ! make -s -C "$src" O="$build"; then
@@ -50,13 +52,17 @@ fi
 passed=0
 failed=0
 for c in "${configs[@]}"; do
-    read -r kernel name cpu <<<"$c"
+    read -r kernel name cpu machine <<<"$c"
+    accel=(-accel tcg)
+    if [ -n "$machine" ]; then
+        read -r -a accel <<<"$machine"
+    fi
     boot="$kernel config=$name"
-    echo "=== $boot -cpu $cpu"
+    echo "=== $boot -cpu $cpu${machine:+ $machine}"
     out=$(timeout 60 "$qemu" "${firmware[@]}" -M pc -nographic \
               -serial stdio -monitor none \
               -device isa-debug-exit,iobase=0xf4,iosize=0x4 \
-              -accel tcg -no-reboot -cpu "$cpu" \
+              "${accel[@]}" -no-reboot -cpu "$cpu" \
               -kernel "$build/$kernel" -append "config=$name" \
               2>&1 </dev/null)
     status=$?
