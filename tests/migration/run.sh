@@ -24,6 +24,9 @@
 #      QEMU whose CPU has no LWP, where the guest runs on; one saved with
 #      LWP_CFG set but LWP disabled has "cpu/lwp" without "cpu/lwp/state";
 #      one saved mid-run has both, and a CPU without LWP refuses it
+#   e. system_reset in the middle of the run: the guest boots again with
+#      LWP_CFG and LWP_CBADDR 0 (spec 4.2, 4.3; choice 5), and its new run
+#      gives the reference digest
 #
 # The kernels are built in build/tests-system/ (or $TESTS_SYSTEM_BUILD).
 # QEMU_DATADIR, when set, is passed as -L.  MIGRATION_SEED picks the
@@ -92,6 +95,9 @@ if [ -n "${QEMU_DATADIR:-}" ]; then
     firmware=(-L "$QEMU_DATADIR")
 fi
 
+# -no-reboot, but for part e, where system_reset must reboot
+reboot=(-no-reboot)
+
 # start NAME CPU [QEMU ARGS...]: QEMU in the background, serial output in
 # $work/NAME.log, QMP on $work/NAME.qmp; its pid in $qpid
 start() {
@@ -102,7 +108,7 @@ start() {
         -serial "file:$work/$name.log" -monitor none \
         -qmp "unix:$work/$name.qmp,server=on,wait=off" \
         -device isa-debug-exit,iobase=0xf4,iosize=0x4 \
-        -accel tcg -no-reboot -cpu "$cpu" \
+        -accel tcg "${reboot[@]}" -cpu "$cpu" \
         -kernel "$build/tests.elf" \
         -append "config=migrate iters=$iters spin=$spin" \
         "$@" </dev/null >"$work/$name.out" 2>&1 &
@@ -525,6 +531,46 @@ if [ -f "$work/hop1.mig" ]; then
     wait "$qpid" 2>/dev/null
 else
     fail "subsections: no stream of the profiling run (see b)"
+fi
+
+# ---- e: system_reset mid-run ----
+
+name=reset
+reboot=()
+start "$name" max,+lwp
+reset_pid=$qpid
+reboot=(-no-reboot)
+if wait_for "$name" '^LWPMIGRATE: progress 2/' &&
+   alive "$name" "$reset_pid" "system_reset"; then
+    lines=$(wc -l <"$work/$name.log")
+    qmp "$name" system_reset
+    # the guest ends with isa-debug-exit, which ends QEMU
+    wait "$reset_pid"
+    boots=$(tr -d '\r' <"$work/$name.log" | grep -ac '^LWPMIGRATE: boot ')
+    again=$(tail -n +"$((lines + 1))" "$work/$name.log" | tr -d '\r' |
+            grep -a '^LWPMIGRATE: boot ' | head -n 1)
+    d=$(digest "$work/$name.log")
+    f=$(guest_fails "$work/$name.log")
+    want="LWPMIGRATE: boot LWP_CFG=0 LWP_CBADDR=0"
+    if [ "$boots" -eq 2 ] && [ "$again" = "$want" ]; then
+        pass "system_reset at progress 2 - expect a second boot with" \
+             "LWP_CFG and LWP_CBADDR 0 (got \"$again\")"
+    else
+        fail "system_reset at progress 2 - expect a second boot with" \
+             "\"$want\" (got $boots boots, \"$again\")"
+        show "$name"
+    fi
+    if [ "$d" = "$ref" ] && [ "$f" -eq 0 ]; then
+        pass "system_reset: the run after the reset - expect the" \
+             "reference digest, no FAIL line (got it)"
+    else
+        fail "system_reset: the run after the reset - expect $ref, no" \
+             "FAIL line (got \"$d\", $f FAIL lines)"
+        show "$name"
+    fi
+else
+    fail "system_reset: the guest never reached progress 2"
+    show "$name"
 fi
 
 finish

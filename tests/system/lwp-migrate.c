@@ -350,13 +350,22 @@ int lwp_migrate_main(void)
     u32 edx, features;
     unsigned i;
     int ret;
-    u64 ea;
+    u64 ea, cfg = ~0ul, cbaddr = ~0ul;
 
     st.hash = FNV_OFFSET;
     args.iters = cmdline_u64("iters", DEFAULT_ITERS);
     args.seed = 0x2545f4914f6cdd1dul;
     args.cb = (uintptr_t)&cb;
     printf("LWPMIGRATE: start iters=%lu\n", args.iters);
+    /*
+     * Spec 4.2, 4.3: both MSRs are 0 after reset, also after a reset in
+     * the middle of a profiling run (choice 5; tests/migration part e)
+     */
+    if (!rdmsr_safe(MSR_LWP_CFG, &cfg) &&
+        !rdmsr_safe(MSR_LWP_CBADDR, &cbaddr)) {
+        printf("LWPMIGRATE: boot LWP_CFG=%lx LWP_CBADDR=%lx\n", cfg,
+               cbaddr);
+    }
     report_prefix_push("migrate");
 
     spin("idle", spin_m);
