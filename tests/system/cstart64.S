@@ -161,24 +161,38 @@ isr_common:
  * Exceptions and interrupts taken at CPL3 run on the TSS RSP0 stack, not
  * on this one, so the frame saved here survives them.
  */
-    .globl run_in_user, run_in_user_irq
+    .globl run_in_user, run_in_user_irq, run_in_user_at
 run_in_user_irq:                /* the same, with interrupts enabled */
-    mov $0x202, %edx            /* RFLAGS: IF = 1 */
+    mov $0x202, %r9d            /* RFLAGS: IF = 1 */
     jmp 1f
 run_in_user:
-    mov $0x2, %edx              /* RFLAGS: IF = 0 */
-1:  push %rbp
+    mov $0x2, %r9d              /* RFLAGS: IF = 0 */
+1:  lea user_saved_rsp(%rip), %rdx
+    lea user_stack_top(%rip), %rcx
+    lea user_entry(%rip), %r8
+    /* fall through */
+
+/*
+ * long run_in_user_at(void (*fn)(void *), void *arg, u64 *saved,
+ *                     void *ustack_top, const void *entry, u64 rflags)
+ *
+ * The general form (desc.h): the kernel stack pointer is saved in *saved,
+ * the CPL3 stack is ustack_top, and entry calls fn(arg) and then leaves
+ * CPL3 through an INT whose handler calls user_return_at(*saved, ret).
+ */
+run_in_user_at:
+    push %rbp
     push %rbx
     push %r12
     push %r13
     push %r14
     push %r15
-    mov %rsp, user_saved_rsp(%rip)
+    mov %rsp, (%rdx)
     pushq $USER_DS              /* SS */
-    pushq $user_stack_top       /* RSP */
-    push %rdx                   /* RFLAGS */
+    push %rcx                   /* RSP */
+    push %r9                    /* RFLAGS */
     pushq $USER_CS              /* CS */
-    pushq $user_entry           /* RIP */
+    push %r8                    /* RIP */
     mov $USER_DS, %eax
     mov %eax, %ds
     mov %eax, %es
@@ -191,14 +205,18 @@ user_entry:                     /* CPL3: RDI = fn, RSI = arg */
     int $USER_RET_VECTOR
     ud2
 
-    .globl user_return
+    .globl user_return, user_return_at
 user_return:                    /* void user_return(long ret), CPL0 */
-    mov user_saved_rsp(%rip), %rsp
+    mov %rdi, %rsi
+    mov user_saved_rsp(%rip), %rdi
+    /* fall through */
+user_return_at:                 /* void user_return_at(u64 saved, long ret) */
+    mov %rdi, %rsp
     mov $KERNEL_DS, %eax
     mov %eax, %ds
     mov %eax, %es
     mov %eax, %ss
-    mov %rdi, %rax
+    mov %rsi, %rax
     pop %r15
     pop %r14
     pop %r13

@@ -12,6 +12,7 @@
 #define USER_DS         0x1b    /* GDT entry 3, RPL 3 */
 #define USER_CS         0x23    /* GDT entry 4, RPL 3 */
 #define TSS_SEL         0x28
+#define X86_EFLAGS_FIXED 0x2     /* bit 1, always set */
 #define X86_EFLAGS_VM   0x20000
 
 /*
@@ -151,6 +152,16 @@ int run_in_user(void (*fn)(void *), void *arg);
 
 /* 64-bit kernel only: run_in_user() with EFLAGS.IF = 1 at CPL3 */
 int run_in_user_irq(void (*fn)(void *), void *arg);
+
+/*
+ * 64-bit kernel only: run_in_user() with the kernel stack pointer saved in
+ * *@saved, the CPL3 stack @ustack_top, and @entry, which calls fn(arg) at
+ * CPL3 and leaves through an INT whose handler calls user_return_at(*saved,
+ * ret) (e.g. one per CPU); @rflags as at CPL3.
+ */
+long run_in_user_at(void (*fn)(void *), void *arg, u64 *saved,
+                    void *ustack_top, const void *entry, u64 rflags);
+void user_return_at(u64 saved, long ret) __attribute__((noreturn));
 
 /* Make INT @vector usable at CPL3 (gate DPL 3), handled as handle_irq() */
 void allow_user_int(unsigned vector);

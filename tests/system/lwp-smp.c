@@ -85,11 +85,11 @@ enum smp_task {
 struct smp_cpu {
     u64 gdt[7];                         /* null .. USER_CS, 16-byte TSS */
     struct tss tss;
-    u64 saved_rsp;                      /* smp_run_user() */
+    u64 saved_rsp;                      /* run_in_user_at() */
     u32 task;
     u32 started, ready, done;           /* AP -> BSP */
     u32 apic_id;
-    long ret;                           /* smp_run_user()'s result */
+    long ret;                           /* run_in_user_at()'s result */
     u64 tsc[2];                         /* around the CPL3 loop */
     u64 cfg;                            /* LWP_CFG read back after WRMSR */
     u64 cbaddr, cfg_after;              /* check 3 */
@@ -167,8 +167,9 @@ static void lwp_setup_cpu(u64 cfg)
 
 static long run_user(unsigned cpu, void (*fn)(void *), void *arg)
 {
-    return smp_run_user(fn, arg, &cpus[cpu].saved_rsp,
-                        &ustack[cpu][STACK_SIZE]);
+    return run_in_user_at(fn, arg, &cpus[cpu].saved_rsp,
+                          &ustack[cpu][STACK_SIZE], smp_user_entry,
+                          X86_EFLAGS_FIXED);
 }
 
 /* INT SMP_RET_VECTOR from the CPL3 code of any vCPU */
@@ -181,7 +182,7 @@ static void smp_ret_handler(struct ex_regs *regs)
                SMP_RET_VECTOR, regs->cs, cpu);
         abort();
     }
-    smp_user_return(cpus[cpu].saved_rsp, 0);
+    user_return_at(cpus[cpu].saved_rsp, 0);
 }
 
 /* ---- check 1: the CPL3 loop on every vCPU ---- */

@@ -91,13 +91,10 @@ void smp_init_user(void *a);
 extern const u8 smp_i_ins[];
 
 /*
- * Run fn(arg) at CPL3 with interrupts disabled on user stack @ustack_top,
- * saving the kernel stack pointer in *@saved; fn comes back through INT
- * SMP_RET_VECTOR, whose handler calls smp_user_return(*saved, 0).
+ * run_in_user_at()'s entry on every vCPU: calls fn(arg) at CPL3, then INT
+ * SMP_RET_VECTOR, whose handler calls user_return_at(*saved, 0).
  */
-long smp_run_user(void (*fn)(void *), void *arg, u64 *saved,
-                  void *ustack_top);
-void smp_user_return(u64 saved, long ret) __attribute__((noreturn));
+extern const u8 smp_user_entry[];
 
 /* ---- the trampoline ---- */
 

@@ -76,54 +76,16 @@ smp_lm64:
     ud2
 
 /*
- * long smp_run_user(void (*fn)(void *), void *arg, u64 *saved,
- *                   void *ustack_top)
- *
- * As run_in_user() of cstart64.S, but with the saved kernel stack pointer
- * and the user stack passed in, so that each vCPU has its own.
+ * CPL3 entry of run_in_user_at() (cstart64.S) on every vCPU: the return
+ * INT has a vector of its own, whose handler finds the vCPU's saved stack.
  */
-    .globl smp_run_user
-smp_run_user:
-    push %rbp
-    push %rbx
-    push %r12
-    push %r13
-    push %r14
-    push %r15
-    mov %rsp, (%rdx)
-    pushq $USER_DS              /* SS */
-    push %rcx                   /* RSP */
-    pushq $0x2                  /* RFLAGS: IF = 0 */
-    pushq $USER_CS              /* CS */
-    pushq $smp_user_entry       /* RIP */
-    mov $USER_DS, %eax
-    mov %eax, %ds
-    mov %eax, %es
-    iretq
-
+    .globl smp_user_entry
 smp_user_entry:                 /* CPL3: RDI = fn, RSI = arg */
     mov %rdi, %rax
     mov %rsi, %rdi
     call *%rax
     int $SMP_RET_VECTOR
     ud2
-
-/* void smp_user_return(u64 saved, long ret), CPL0 */
-    .globl smp_user_return
-smp_user_return:
-    mov %rdi, %rsp
-    mov $KERNEL_DS, %eax
-    mov %eax, %ds
-    mov %eax, %es
-    mov %eax, %ss
-    mov %rsi, %rax
-    pop %r15
-    pop %r14
-    pop %r13
-    pop %r12
-    pop %rbx
-    pop %rbp
-    ret
 
 /*
  * void smp_loop_user(struct smp_loop_args *a), CPL3 (lwp-smp.h)
