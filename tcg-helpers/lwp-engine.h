@@ -255,6 +255,14 @@ LwpStatus lwp_store_events(LwpState *s, const LwpContext *ctx,
 LwpStatus lwp_sync(LwpState *s, const LwpContext *ctx, const LwpMem *mem,
                    LwpResult *res);
 
+/*
+ * Whether the record of @event, whose counter is negative, may be stored
+ * after @overrun more events of it were counted, with the same result as
+ * storing it now (spec 1.1 step 3): then lwp_store_events stores it later.
+ */
+bool lwp_store_deferrable(const LwpState *s, const LwpContext *ctx,
+                          unsigned event, uint32_t overrun);
+
 /* The reset value of @event's counter, randomised (spec 1.1 step 5) */
 int32_t lwp_next_interval(LwpState *s, unsigned event);
 

@@ -291,6 +291,36 @@ bool lwp_needs_sync(const LwpState *s)
     return enabled(s) && (s->reload || s->pending[LWP_REC_EVENT_ID]);
 }
 
+// spec 1.1 step 3: "The store need not complete synchronously with the
+// instruction retiring ... the Report and Reset steps (below) may complete
+// later", and step 5: the overrun "reduces the reset value".  Storing the
+// record of @event after @overrun more events leaves what storing it now
+// and counting them would, if nothing waits for lwp_sync, the reset value
+// is at least @overrun whatever Random draws (no second record is due
+// meanwhile), and the store cannot interrupt: the ring does not look full
+// (a full ring rereads the tail) and the space used after it stays under
+// Threshold with the tail LWP holds, which is never ahead of the real one
+// (8.3).  Choice 51.
+bool lwp_store_deferrable(const LwpState *s, const LwpContext *ctx,
+                          unsigned event, uint32_t overrun)
+{
+    if (!enabled(s) || lwp_needs_sync(s) || event < 1 ||
+        event > LWP_NUM_EVENTS || !(s->flags & bit(event))) {
+        return false;
+    }
+    uint32_t m = s->random ? (uint32_t{1} << s->random) - 1 : 0;
+    if ((s->interval[event] & ~m) < overrun) {
+        return false;
+    }
+    uint32_t size = s->buffer_size;
+    uint32_t next = s->head + kRec == size ? 0 : s->head + kRec;
+    if (next == s->tail) {
+        return false;
+    }
+    return !int_enabled(s, ctx) ||
+           used_space(next, s->tail, size) < s->threshold;
+}
+
 // spec 1.1 step 5 and 6 (Random): choice 18
 int32_t lwp_next_interval(LwpState *s, unsigned event)
 {

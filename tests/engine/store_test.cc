@@ -663,6 +663,142 @@ TEST_F(Threshold, TailIsRereadWhileOverThreshold)
 }
 
 // ---------------------------------------------------------------------------
+// Deferring a store (spec 1.1 steps 3 and 5; choice 51)
+
+class Deferral : public EngineTest
+{
+  protected:
+    // IRE enabled, its counter -1: one record is due
+    void SetUp() override
+    {
+        EngineTest::SetUp();
+        cb.flags = LWP_FEAT_IRE;
+    }
+    bool deferrable(uint32_t overrun)
+    {
+        return lwp_store_deferrable(&s, &ctx, LWP_EVENT_ID_IRE, overrun);
+    }
+};
+
+TEST_F(Deferral, WithoutInterruptUpToTheInterval)
+{
+    // Step 5: reset 0x1000 minus the overrun stays >= 0 for an overrun up
+    // to 0x1000, so no second record falls due meanwhile
+    ASSERT_EQ(load(), LWP_OK);
+    EXPECT_TRUE(deferrable(0));
+    EXPECT_TRUE(deferrable(7));
+    EXPECT_TRUE(deferrable(0x1000));
+    EXPECT_FALSE(deferrable(0x1001));
+}
+
+TEST_F(Deferral, RandomLowersTheSmallestReset)
+{
+    // Step 5 / 6 Random: the low Random bits of the reset are random, so
+    // the smallest reset of 0x1234 with Random 8 is 0x1200, with 12 0x1000
+    cb.interval[2] = 0x1234;
+    cb.random = 8;
+    ASSERT_EQ(load(), LWP_OK);
+    EXPECT_TRUE(deferrable(0x1200));
+    EXPECT_FALSE(deferrable(0x1201));
+    cb.random = 12;
+    ASSERT_EQ(load(), LWP_OK);
+    EXPECT_TRUE(deferrable(0x1000));
+    EXPECT_FALSE(deferrable(0x1001));
+    cb.random = 13;
+    ASSERT_EQ(load(), LWP_OK);
+    EXPECT_TRUE(deferrable(0));
+    EXPECT_FALSE(deferrable(1));
+}
+
+TEST_F(Deferral, NotAcrossTheThreshold)
+{
+    // Table 6-1 Threshold: the store that makes the space used reach
+    // Threshold interrupts, so it is not deferred; 0x40 is reached by the
+    // second record
+    cb.flags = LWP_FEAT_IRE | LWP_FEAT_INT;
+    cb.threshold = 0x40;
+    ASSERT_EQ(load(), LWP_OK);
+    EXPECT_TRUE(deferrable(1));
+    ASSERT_EQ(lwpins(0x1000, 0, 0, 0), LWP_OK);
+    EXPECT_FALSE(deferrable(1));
+    // without INT in Flags the threshold does not matter
+    cb.flags = LWP_FEAT_IRE;
+    cb.head = 0x20;
+    ASSERT_EQ(load(), LWP_OK);
+    EXPECT_TRUE(deferrable(1));
+}
+
+TEST_F(Deferral, NotWhenTheRingLooksFull)
+{
+    // 8.3: a ring that looks full makes the store reread the tail
+    cb.head = 0x3e0;
+    cb.tail = 0;
+    ASSERT_EQ(load(), LWP_OK);
+    EXPECT_FALSE(deferrable(1));
+    cb.tail = 0x20;
+    ASSERT_EQ(load(), LWP_OK);
+    EXPECT_TRUE(deferrable(1));
+}
+
+TEST_F(Deferral, NotWithAPendingRecordOrForAnEventOff)
+{
+    ASSERT_EQ(load(), LWP_OK);
+    s.pending[LWP_REC_EVENT_ID] = LWP_EVENT_ID_IRE;
+    EXPECT_FALSE(deferrable(1));
+    s.pending[LWP_REC_EVENT_ID] = 0;
+    EXPECT_TRUE(deferrable(1));
+    EXPECT_FALSE(lwp_store_deferrable(&s, &ctx, LWP_EVENT_ID_BRE, 1));
+    EXPECT_FALSE(lwp_store_deferrable(&s, &ctx, 0, 1));
+    EXPECT_FALSE(lwp_store_deferrable(&s, &ctx, LWP_NUM_EVENTS + 1, 1));
+    ASSERT_EQ(llwpcb(0), LWP_OK);
+    EXPECT_FALSE(deferrable(1));
+}
+
+TEST_F(Deferral, DeferredStoreLeavesWhatAStoreNowWould)
+{
+    // The claim deferral rests on, for every overrun it allows: store at
+    // counter -1 then count @overrun more, against count them first and
+    // store at -1 - overrun.  Same ring, LWPCB, counter, and generator.
+    for (uint8_t random : {0, 4}) {
+        for (uint32_t overrun : {0u, 1u, 5u, 0xf00u}) {
+            cb.random = random;
+            cb.flags = LWP_FEAT_IRE | LWP_FEAT_INT;
+            cb.threshold = 0x100;
+            ASSERT_EQ(load(), LWP_OK);
+            ASSERT_TRUE(deferrable(overrun));
+            LwpEventInfo info{};
+            info.ip = 0x401234;
+            info.events = LWP_FEAT_IRE;
+            auto cb0 = m.bytes(kCb, kPageSize);
+            auto buf0 = m.bytes(kBuf, kPageSize);
+            LwpState s0 = s;
+
+            s.counter[2] = -1;
+            ASSERT_EQ(store_events(info, LWP_FEAT_IRE), LWP_OK);
+            s.counter[2] -= overrun;
+            EXPECT_EQ(res.interrupt, 0);
+            auto now_cb = m.bytes(kCb, kPageSize);
+            auto now_buf = m.bytes(kBuf, kPageSize);
+            LwpState now_s = s;
+
+            m.poke(kCb, cb0.data(), cb0.size());
+            m.poke(kBuf, buf0.data(), buf0.size());
+            s = s0;
+            s.counter[2] = -1 - static_cast<int32_t>(overrun);
+            ASSERT_EQ(store_events(info, LWP_FEAT_IRE), LWP_OK);
+            EXPECT_EQ(res.interrupt, 0);
+            EXPECT_EQ(res.stored, 1);
+            EXPECT_EQ(slot(0), make_record(0x2a02, 0, 0x401234, 0));
+            EXPECT_EQ(m.bytes(kCb, kPageSize), now_cb) << "overrun " << overrun;
+            EXPECT_EQ(m.bytes(kBuf, kPageSize), now_buf);
+            EXPECT_EQ(memcmp(&s, &now_s, sizeof(s)), 0)
+                << "random " << int(random) << " overrun " << overrun;
+            EXPECT_GE(s.counter[2], 0);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
 // Event records (spec 2, Figures 2-1 to 2-8; row 33)
 
 // One record, checked byte for byte against its figure: the event

@@ -181,6 +181,7 @@ static void lwp_check_available(CPUX86State *env, uintptr_t ra)
 static void lwp_begin(CPUX86State *env, LwpContext *ctx, LwpGlue *g,
                       LwpMem *mem, uintptr_t ra)
 {
+    lwp_x86_commit(env);
     lwp_check_available(env, ra);
     lwp_x86_context(env, ctx);
     g->env = env;
@@ -348,6 +349,7 @@ void helper_lwp_far_transfer(CPUX86State *env, target_ulong eip,
 {
     if ((env->hflags & HF_CPL_MASK) != 3) {
         lwp_unretire_at(env, tb_flags, clk, eip, 1, -1, false);
+        lwp_x86_commit(env);
     }
 }
 
@@ -360,6 +362,7 @@ void lwp_x86_uncount(CPUX86State *env)
 {
     lwp_unretire_at(env, env->hflags, env->lwp_tb_clk, env->eip, 1, -1,
                     false);
+    lwp_x86_commit(env);
 }
 
 /* 6, Table 6-1: the EIPs @first..@last are all inside [BaseIP, LimitIP] */
@@ -424,6 +427,21 @@ static G_NORETURN void lwp_retranslate(CPUX86State *env, uint32_t cflags,
     /* a TB of TCG_MAX_INSNS: its last instruction becomes a TB of its own */
     cs->cflags_next_tb = (cflags & ~CF_COUNT_MASK) | MIN(k, CF_COUNT_MASK);
     cpu_loop_exit_noexc(cs);
+}
+
+/*
+ * At a TB start, before anything of the TB ran: store the record the TB
+ * before deferred.  If that left it pending, the TB is looked up again
+ * with HF_LWP_SYNC.
+ */
+static void lwp_tb_commit(CPUX86State *env)
+{
+    uint32_t hflags = env->hflags;
+
+    lwp_x86_commit(env);
+    if (env->hflags != hflags) {
+        cpu_loop_exit_noexc(env_cpu(env));
+    }
 }
 
 /*
@@ -495,6 +513,7 @@ uint32_t helper_lwp_tb_enter(CPUX86State *env, uint32_t n,
     uint32_t ev, k;
 
     n &= ~LWP_TB_ENDS_BRANCH;
+    lwp_tb_commit(env);
     lwp_tb_sync(env);
     if (!lwp_tb_eligible(env, first, last, cflags)) {
         return false;
@@ -508,59 +527,107 @@ uint32_t helper_lwp_tb_enter(CPUX86State *env, uint32_t n,
     return true;
 }
 
+/* Count a normal TB of @n instructions, eligible, as its start does */
+static void lwp_count_tb(CPUX86State *env, uint32_t n, int kind)
+{
+    LwpState *s = &env->lwp;
+
+    lwp_add(s, lwp_tb_events(env->hflags, env->lwp_tb_clk), -(int32_t)n,
+            -(int32_t)(n + (kind >= 0)));
+    if (kind >= 0 && (env->hflags & HF_LWP_BRE_MASK)) {
+        s->counter[LWP_EVENT_ID_BRE] -=
+            (env->hflags & HF_LWP_BRF_MASK) ? env->lwp_bre_counts[kind] : 1;
+    }
+}
+
 /*
- * Start of a normal TB of @n instructions (with LWP_TB_ENDS_BRANCH as
- * above) that the generated code does not count by itself: LWP must
- * sync, the TB straddles the IP filter's range, or its last instruction
- * takes a counter negative.  Never returns: the TB is retranslated as an
- * exact one, of its first k instructions when the k-th takes
- * Instructions Retired or a clock counter below 0, of one instruction
- * when it straddles, else of all n.
+ * Start of a normal TB of @n instructions that the generated code does
+ * not count by itself: LWP must sync, the TB straddles the IP filter's
+ * range, a counter would go negative, or one is (a deferred record).
+ * @n has LWP_TB_ENDS_BRANCH if the TB ends with a near branch, and the
+ * LWP_TB_KIND, _RESUMES and _MAY_DEFER bits; @lens0 and @lens1 the
+ * lengths of its first 16 and next 16 instructions, 4 bits each.
+ *
+ * A TB that resumes is counted here when no record is due in it, or when
+ * the only one is of Instructions Retired, at its k-th instruction, and
+ * may be deferred: the counter keeps counting below zero until the TB
+ * ends, and lwp_x86_commit stores it then (spec 1.1 steps 2, 3 and 5,
+ * choice 51).  Otherwise the TB is retranslated as an exact one, of its
+ * first k instructions when the k-th takes Instructions Retired or a
+ * clock counter below 0, of one instruction when it straddles, else of
+ * all n.
  */
 void helper_lwp_tb_slow(CPUX86State *env, uint32_t n, target_ulong first,
-                        target_ulong last, uint32_t cflags)
+                        target_ulong last, uint32_t cflags, uint64_t lens0,
+                        uint64_t lens1)
 {
+    LwpState *s = &env->lwp;
     bool br = n & LWP_TB_ENDS_BRANCH;
-    uint32_t k;
+    int kind = (int)extract32(n, LWP_TB_KIND_SHIFT, 2) - 1;
+    bool resumes = n & LWP_TB_RESUMES, may_defer = n & LWP_TB_MAY_DEFER;
+    uint32_t ev, k, i, bre = 0;
+    target_ulong ip = first;
+    LwpContext ctx;
 
-    n &= ~LWP_TB_ENDS_BRANCH;
-    k = n;
+    n = extract32(n, 0, 16);
+    lwp_tb_commit(env);
     lwp_tb_sync(env);
-    if (lwp_tb_eligible(env, first, last, cflags)) {
-        k = MIN(lwp_split_at(&env->lwp,
-                             lwp_tb_events(env->hflags, env->lwp_tb_clk),
-                             n, br), n);
+    if (!lwp_tb_eligible(env, first, last, cflags)) {
+        if (resumes) {
+            return;
+        }
+        lwp_retranslate(env, cflags, n);
+    }
+    ev = lwp_tb_events(env->hflags, env->lwp_tb_clk);
+    k = lwp_split_at(s, ev, n, br);
+    if (kind >= 0 && (env->hflags & HF_LWP_BRE_MASK)) {
+        bre = (env->hflags & HF_LWP_BRF_MASK) ? env->lwp_bre_counts[kind] : 1;
+    }
+    if (!resumes || s->counter[LWP_EVENT_ID_BRE] < bre) {
+        lwp_retranslate(env, cflags, MIN(k, n));
+    }
+    if (k > n) {
+        lwp_count_tb(env, n, kind);
+        return;
+    }
+    /*
+     * Deferred: a record of IRE alone, not at a last instruction that can
+     * use LWP state itself (only a near branch cannot), with the
+     * instructions' addresses known.  The counter ends the TB at c - n,
+     * an overrun of n - 1 - c.
+     */
+    lwp_x86_context(env, &ctx);
+    if (may_defer && (ev & LWP_FEAT_IRE) && (k < n || br) &&
+        lwp_fires_at(s, LWP_EVENT_ID_IRE, n, br) == k &&
+        lwp_split_at(s, ev & ~LWP_FEAT_IRE, n, br) > n &&
+        lwp_store_deferrable(s, &ctx, LWP_EVENT_ID_IRE,
+                             n - 1 - s->counter[LWP_EVENT_ID_IRE])) {
+        for (i = 0; i < k - 1; i++) {
+            ip += extract64(i < 16 ? lens0 : lens1, 4 * (i % 16), 4);
+        }
+        env->lwp_defer_ip = (env->hflags & HF_CS64_MASK) ? ip : (uint32_t)ip;
+        env->lwp_defer = 1;
+        lwp_count_tb(env, n, kind);
+        return;
     }
     lwp_retranslate(env, cflags, k);
 }
 
 /*
- * After the last instruction of a TB retired, at @ip: it made a counter
- * negative.  @info holds the events it counted for (LWP_FEAT_*), and for
- * a branch its kind (bits 15:8) and whether it was taken (bit 16); the
- * next instruction is at @target.  A page fault leaves the record
- * pending (choice 25): it is stored, or the fault taken, before the next
- * CPL 3 instruction.
+ * Store the records of @ev->events that are due, after their instruction
+ * retired.  A page fault leaves the record pending (choice 25): it is
+ * stored, or the fault taken, before the next CPL 3 instruction.
  */
-void helper_lwp_fire(CPUX86State *env, target_ulong ip, target_ulong target,
-                     uint32_t info)
+static void lwp_store_due(CPUX86State *env, const LwpEventInfo *ev)
 {
     LwpContext ctx;
     LwpGlue g = { .env = env, .mmu_idx = lwp_mmu_index(env), .ra = 0 };
     LwpMem mem = { .ops = &lwp_mem_ops, .opaque = &g };
-    LwpEventInfo ev = {
-        .ip = ip,
-        .events = info & 0xff,
-        .target = target,
-        .branch_kind = (info >> 8) & 0xff,
-        .taken = (info >> 16) & 1,
-    };
     LwpResult res;
-
     uint32_t hflags = env->hflags;
 
     lwp_x86_context(env, &ctx);
-    lwp_store_events(&env->lwp, &ctx, &mem, &ev, ev.events, &res);
+    lwp_store_events(&env->lwp, &ctx, &mem, ev, ev->events, &res);
     /* a record left pending: the next TB, even chained, must sync first */
     cpu_sync_lwp_hflag(env);
     if (env->hflags != hflags) {
@@ -569,6 +636,46 @@ void helper_lwp_fire(CPUX86State *env, target_ulong ip, target_ulong target,
     if (res.interrupt) {
         lwp_threshold_interrupt(env);
     }
+}
+
+/*
+ * The record of Instructions Retired that a normal TB deferred to its end
+ * (helper_lwp_tb_slow): the instruction at env->lwp_defer_ip retired
+ * unless an exception gave its count back, so store the record if the
+ * counter is still negative.  It is the record, and the counter after it
+ * the value, that storing it at once would have given (choice 51).
+ */
+void lwp_x86_commit_deferred(CPUX86State *env)
+{
+    LwpState *s = &env->lwp;
+    LwpEventInfo ev = { .ip = env->lwp_defer_ip, .events = LWP_FEAT_IRE };
+
+    env->lwp_defer = 0;
+    if (s->cb_addr && (s->flags & LWP_FEAT_IRE) &&
+        s->counter[LWP_EVENT_ID_IRE] < 0) {
+        lwp_store_due(env, &ev);
+    }
+}
+
+/*
+ * After the last instruction of a TB retired, at @ip: it made a counter
+ * negative.  @info holds the events it counted for (LWP_FEAT_*), and for
+ * a branch its kind (bits 15:8) and whether it was taken (bit 16); the
+ * next instruction is at @target.
+ */
+void helper_lwp_fire(CPUX86State *env, target_ulong ip, target_ulong target,
+                     uint32_t info)
+{
+    LwpEventInfo ev = {
+        .ip = ip,
+        .events = info & 0xff,
+        .target = target,
+        .branch_kind = (info >> 8) & 0xff,
+        .taken = (info >> 16) & 1,
+    };
+
+    lwp_x86_commit(env);
+    lwp_store_due(env, &ev);
 }
 
 /* 5.1 */
