@@ -98,7 +98,7 @@ REC_TKN = 0x8000        # bit 31 of the first dword, bit 15 of Flags
 
 # Trip counts: ev_main's branches depend on trips % 4; ev_dense is long
 # enough for three records at interval 99999 (counter 5000)
-TRIPS = {"main": 30, "dense": 35000, "sig": 4}
+TRIPS = {"main": 30, "dense": 35000, "sig": 4, "smc": 40}
 
 # ---- objdump -------------------------------------------------------------
 
@@ -490,6 +490,10 @@ def cases():
     add("sig", {IRE: (7, 7), BRE: (2, 2)})
     for c in (0, 1, 2):
         add("sig", {CNH: (0, c), RNH: (2, c)})
+    # stores into the running translation block (self-modifying code)
+    for i in (0, 1, 2, 7):
+        add("smc", {IRE: (i, i), BRE: (i, i)})
+    add("smc", {IRE: (3, 3), BRE: (1, 1), CNH: (4, 4)})
     # LWPVAL and LWPINS (objdump-only model)
     add("val", {VAL: (0, 0), IRE: (0, 0)})
     add("val", {VAL: (0, 0), IRE: (0, 1)})
@@ -610,7 +614,7 @@ def main():
 
     # the oracle
     seqs = {}
-    for block in ("main", "dense", "sig"):
+    for block in ("main", "dense", "sig", "smc"):
         retired, info = native_trace(tracer, prog, block, syms)
         if retired is None:
             ck.report(False, "native-trace single-steps ev_%s on the host "

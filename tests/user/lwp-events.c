@@ -2,7 +2,7 @@
  * lwp-events: Instructions Retired and Branches Retired records of blocks
  * that exercise every branch kind
  *
- *   lwp-events [--native] [--block main|dense|sig|val] [--trips N]
+ *   lwp-events [--native] [--block main|dense|sig|smc|val] [--trips N]
  *              [--val I[:C]] [--ire I[:C]] [--bre I[:C]]
  *              [--cnh I[:C]] [--rnh I[:C]]
  *              [--filters NCB,NRB,NAB,IPF,IPI]
@@ -302,6 +302,36 @@ asm(".text\n"
     "    ud2\n");
 
 /*
+ * ev_smc: each trip stores the trip count into the immediate of a MOV
+ * further on, in the same translation block, and runs it: qemu-x86_64
+ * invalidates the running TB at the store, and runs the store again as
+ * a TB of its own (self-modifying code).  The length and kind of every
+ * instruction stay what objdump shows.  main() makes the page writable.
+ */
+asm(".text\n"
+    ".globl ev_smc\n"
+    "ev_smc:\n"
+    "    mov %rsi, %rcx\n"
+    "    xor %edx, %edx\n"
+    "    llwpcb %rdi\n"
+    ".globl ev_smc_start\n"
+    "ev_smc_start:\n"
+    ".Lsmc_loop:\n"
+    "    mov %ecx, .Lsmc_mov+1(%rip)\n"
+    "    add $1, %r8\n"
+    ".Lsmc_mov:\n"
+    "    mov $0, %eax\n"
+    "    add %eax, %edx\n"
+    "    dec %ecx\n"
+    "    jnz .Lsmc_loop\n"
+    "    xor %eax, %eax\n"
+    ".globl ev_smc_stop\n"
+    "ev_smc_stop:\n"
+    "    llwpcb %rax\n"
+    "    mov %edx, ev_smc_sum(%rip)\n"
+    "    ret\n");
+
+/*
  * ev_val: straight-line code (no branch) with LWPVAL and LWPINS, whose
  * operands are constants set by MOV, so that events-check.py can model
  * it from objdump's disassembly alone.  Not run natively (LWPVAL and
@@ -364,6 +394,7 @@ asm(".text\n"
     ".text\n");
 
 void *ev_sig_page;
+uint32_t ev_smc_sum;
 
 void ev_unexpected_segv(void *info)
 {
@@ -404,6 +435,7 @@ static const struct label labels[] = {
     { "ev_dense_stop", ev_dense_stop },
     { "ev_sig_start", ev_sig_start }, { "ev_sig_stop", ev_sig_stop },
     { "ev_val_start", ev_val_start }, { "ev_val_stop", ev_val_stop },
+    { "ev_smc_start", ev_smc_start }, { "ev_smc_stop", ev_smc_stop },
     { "ev_ipf_a", ev_ipf_a }, { "ev_ipf_b", ev_ipf_b },
     { "ev_ipf_c", ev_ipf_c }, { "ev_val_mid", ev_val_mid },
 };
@@ -411,7 +443,7 @@ static const struct label labels[] = {
 static void usage(void)
 {
     fprintf(stderr,
-            "usage: lwp-events [--native] [--block main|dense|sig|val] "
+            "usage: lwp-events [--native] [--block main|dense|sig|smc|val] "
             "[--trips N]\n"
             "       [--val I[:C]] [--ire I[:C]] [--bre I[:C]] "
             "[--cnh I[:C]] [--rnh I[:C]] "
@@ -627,6 +659,15 @@ int main(int argc, char **argv)
         fn = ev_sig;
         ev_sig_page = map(4096);
         on_signal(SIGSEGV, ev_segv_handler);
+    } else if (!strcmp(block, "smc")) {
+        uintptr_t page = (uintptr_t)ev_smc & -(uintptr_t)4096;
+
+        fn = ev_smc;
+        if (mprotect((void *)page, 2 * 4096,
+                     PROT_READ | PROT_WRITE | PROT_EXEC)) {
+            perror("mprotect");
+            exit(2);
+        }
     } else if (!strcmp(block, "val") && !native) {
         fn = ev_val;
     } else {
@@ -656,6 +697,12 @@ int main(int argc, char **argv)
         return 0;
     }
     fn(cb, trips);
+    if (fn == ev_smc && ev_smc_sum != trips * (trips + 1) / 2) {
+        /* the modified MOV ran as it was before the store */
+        printf("SMC sum %u, expected %u\n", ev_smc_sum,
+               (uint32_t)(trips * (trips + 1) / 2));
+        return 1;
+    }
     print_results(cb, ring);
     return 0;
 }

@@ -22,6 +22,8 @@ void ev_main(void *lwpcb, uint64_t trips);
 void ev_dense(void *lwpcb, uint64_t trips);
 /* A store to a read-only page, restarted after a SIGSEGV handler */
 void ev_sig(void *lwpcb, uint64_t trips);
+/* Stores into its own translation block (self-modifying code) */
+void ev_smc(void *lwpcb, uint64_t trips);
 /* Straight-line LWPVAL and LWPINS; trips is ignored (not run natively) */
 void ev_val(void *lwpcb, uint64_t trips);
 
@@ -32,12 +34,15 @@ void ev_unexpected_segv(void *info);
 
 /* The page ev_sig stores to */
 extern void *ev_sig_page;
+/* ev_smc: the sum of the immediates its MOV loaded */
+extern uint32_t ev_smc_sum;
 
 /* Labels, for BaseIP and LimitIP and for the tracer's range */
 extern const char ev_main_start[], ev_main_stop[];
 extern const char ev_dense_start[], ev_dense_stop[];
 extern const char ev_sig_start[], ev_sig_stop[];
 extern const char ev_val_start[], ev_val_stop[];
+extern const char ev_smc_start[], ev_smc_stop[];
 extern const char ev_ipf_a[], ev_ipf_b[], ev_ipf_c[];
 extern const char ev_val_mid[];
 

@@ -527,6 +527,29 @@ uint32_t helper_lwp_tb_enter(CPUX86State *env, uint32_t n,
     return true;
 }
 
+/*
+ * Before normal TBs run on: arm their window with what the counters of
+ * Instructions Retired and Branches Retired hold, up to LWP_WIN_*_MAX.
+ * A counter below 0 (a deferred record) arms nothing: the next TB that
+ * counts the event finds its window below 0 and takes the slow path.
+ * The window is given back (lwp_x86_commit) before the counters are used
+ * again; until then they only have counts added, which the window never
+ * misses: it is never above its counter's value.
+ */
+static void lwp_arm(CPUX86State *env)
+{
+    LwpState *s = &env->lwp;
+    uint32_t ire = 0, bre = 0;
+
+    if (env->hflags & HF_LWP_IRE_MASK) {
+        ire = MIN(MAX(s->counter[LWP_EVENT_ID_IRE], 0), LWP_WIN_IRE_MAX);
+    }
+    if (env->hflags & HF_LWP_BRE_MASK) {
+        bre = MIN(MAX(s->counter[LWP_EVENT_ID_BRE], 0), LWP_WIN_BRE_MAX);
+    }
+    env->lwp_win = env->lwp_win_armed = ire | bre << LWP_WIN_BRE_SHIFT;
+}
+
 /* Count a normal TB of @n instructions, eligible, as its start does */
 static void lwp_count_tb(CPUX86State *env, uint32_t n, int kind)
 {
@@ -574,6 +597,7 @@ void helper_lwp_tb_slow(CPUX86State *env, uint32_t n, target_ulong first,
     lwp_tb_sync(env);
     if (!lwp_tb_eligible(env, first, last, cflags)) {
         if (resumes) {
+            lwp_arm(env);
             return;
         }
         lwp_retranslate(env, cflags, n);
@@ -588,6 +612,7 @@ void helper_lwp_tb_slow(CPUX86State *env, uint32_t n, target_ulong first,
     }
     if (k > n) {
         lwp_count_tb(env, n, kind);
+        lwp_arm(env);
         return;
     }
     /*
@@ -608,6 +633,7 @@ void helper_lwp_tb_slow(CPUX86State *env, uint32_t n, target_ulong first,
         env->lwp_defer_ip = (env->hflags & HF_CS64_MASK) ? ip : (uint32_t)ip;
         env->lwp_defer = 1;
         lwp_count_tb(env, n, kind);
+        lwp_arm(env);
         return;
     }
     lwp_retranslate(env, cflags, k);
@@ -645,7 +671,7 @@ static void lwp_store_due(CPUX86State *env, const LwpEventInfo *ev)
  * counter is still negative.  It is the record, and the counter after it
  * the value, that storing it at once would have given (choice 51).
  */
-void lwp_x86_commit_deferred(CPUX86State *env)
+static void lwp_commit_deferred(CPUX86State *env)
 {
     LwpState *s = &env->lwp;
     LwpEventInfo ev = { .ip = env->lwp_defer_ip, .events = LWP_FEAT_IRE };
@@ -654,6 +680,25 @@ void lwp_x86_commit_deferred(CPUX86State *env)
     if (s->cb_addr && (s->flags & LWP_FEAT_IRE) &&
         s->counter[LWP_EVENT_ID_IRE] < 0) {
         lwp_store_due(env, &ev);
+    }
+}
+
+/*
+ * lwp_x86_commit: subtract from the counters what normal TBs used of
+ * their window (lwp_arm), then commit the deferred record
+ */
+void lwp_x86_commit_slow(CPUX86State *env)
+{
+    LwpState *s = &env->lwp;
+    uint32_t a = env->lwp_win_armed, w = env->lwp_win;
+
+    s->counter[LWP_EVENT_ID_IRE] -= extract32(a, 0, LWP_WIN_BRE_SHIFT) -
+                                    extract32(w, 0, LWP_WIN_BRE_SHIFT);
+    s->counter[LWP_EVENT_ID_BRE] -= (a >> LWP_WIN_BRE_SHIFT) -
+                                    (w >> LWP_WIN_BRE_SHIFT);
+    env->lwp_win = env->lwp_win_armed = 0;
+    if (env->lwp_defer) {
+        lwp_commit_deferred(env);
     }
 }
 
