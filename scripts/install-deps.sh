@@ -15,6 +15,8 @@ PKGS=(
     # tests/linux: the initramfs (the kernel and busybox are downloaded,
     # not installed, by tests/linux/fetch.sh)
     cpio
+    # bench/host-insns.sh: cachegrind
+    valgrind
 )
 BPO_PKGS=(meson python3-pycotap qemu-system-data)
 
