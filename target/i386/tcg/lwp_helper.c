@@ -550,6 +550,18 @@ static void lwp_arm(CPUX86State *env)
     env->lwp_win = env->lwp_win_armed = ire | bre << LWP_WIN_BRE_SHIFT;
 }
 
+/*
+ * What a normal TB ending with a near branch of kind @kind (-1: none)
+ * counts for Branches Retired at its start: 1 if the Filters count it
+ */
+static uint32_t lwp_tb_bre(CPUX86State *env, int kind)
+{
+    if (kind < 0 || !(env->hflags & HF_LWP_BRE_MASK)) {
+        return 0;
+    }
+    return (env->hflags & HF_LWP_BRF_MASK) ? env->lwp_bre_counts[kind] : 1;
+}
+
 /* Count a normal TB of @n instructions, eligible, as its start does */
 static void lwp_count_tb(CPUX86State *env, uint32_t n, int kind)
 {
@@ -557,10 +569,7 @@ static void lwp_count_tb(CPUX86State *env, uint32_t n, int kind)
 
     lwp_add(s, lwp_tb_events(env->hflags, env->lwp_tb_clk), -(int32_t)n,
             -(int32_t)(n + (kind >= 0)));
-    if (kind >= 0 && (env->hflags & HF_LWP_BRE_MASK)) {
-        s->counter[LWP_EVENT_ID_BRE] -=
-            (env->hflags & HF_LWP_BRF_MASK) ? env->lwp_bre_counts[kind] : 1;
-    }
+    s->counter[LWP_EVENT_ID_BRE] -= lwp_tb_bre(env, kind);
 }
 
 /*
@@ -604,10 +613,8 @@ void helper_lwp_tb_slow(CPUX86State *env, uint32_t n, target_ulong first,
     }
     ev = lwp_tb_events(env->hflags, env->lwp_tb_clk);
     k = lwp_split_at(s, ev, n, br);
-    if (kind >= 0 && (env->hflags & HF_LWP_BRE_MASK)) {
-        bre = (env->hflags & HF_LWP_BRF_MASK) ? env->lwp_bre_counts[kind] : 1;
-    }
-    if (!resumes || s->counter[LWP_EVENT_ID_BRE] < bre) {
+    bre = lwp_tb_bre(env, kind);
+    if (!resumes || (int64_t)s->counter[LWP_EVENT_ID_BRE] < bre) {
         lwp_retranslate(env, cflags, MIN(k, n));
     }
     if (k > n) {
