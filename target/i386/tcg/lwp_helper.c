@@ -547,7 +547,8 @@ static void lwp_arm(CPUX86State *env)
     if (env->hflags & HF_LWP_BRE_MASK) {
         bre = MIN(MAX(s->counter[LWP_EVENT_ID_BRE], 0), LWP_WIN_BRE_MAX);
     }
-    env->lwp_win = env->lwp_win_armed = ire | bre << LWP_WIN_BRE_SHIFT;
+    env_cpu(env)->neg.tb_win = env->lwp_win_armed =
+        ire | bre << LWP_WIN_BRE_SHIFT;
 }
 
 /*
@@ -697,13 +698,14 @@ static void lwp_commit_deferred(CPUX86State *env)
 void lwp_x86_commit_slow(CPUX86State *env)
 {
     LwpState *s = &env->lwp;
-    uint32_t a = env->lwp_win_armed, w = env->lwp_win;
+    CPUState *cs = env_cpu(env);
+    uint32_t a = env->lwp_win_armed, w = cs->neg.tb_win;
 
     s->counter[LWP_EVENT_ID_IRE] -= extract32(a, 0, LWP_WIN_BRE_SHIFT) -
                                     extract32(w, 0, LWP_WIN_BRE_SHIFT);
     s->counter[LWP_EVENT_ID_BRE] -= (a >> LWP_WIN_BRE_SHIFT) -
                                     (w >> LWP_WIN_BRE_SHIFT);
-    env->lwp_win = env->lwp_win_armed = 0;
+    cs->neg.tb_win = env->lwp_win_armed = 0;
     if (env->lwp_defer) {
         lwp_commit_deferred(env);
     }
