@@ -535,20 +535,29 @@ uint32_t helper_lwp_tb_enter(CPUX86State *env, uint32_t n,
  * The window is given back (lwp_x86_commit) before the counters are used
  * again; until then they only have counts added, which the window never
  * misses: it is never above its counter's value.
+ *
+ * TBs that count in the exit check (translator_set_tb_win()) may undo an
+ * exit request, which cpu_tb_win_rearm() restores, so the window must run
+ * out: without Instructions Retired, its field counts instructions all
+ * the same (env->lwp_win_ire = 0), and is not given back.
  */
 static void lwp_arm(CPUX86State *env)
 {
     LwpState *s = &env->lwp;
     uint32_t ire = 0, bre = 0;
 
-    if (env->hflags & HF_LWP_IRE_MASK) {
+    env->lwp_win_ire = !!(env->hflags & HF_LWP_IRE_MASK);
+    if (env->lwp_win_ire) {
         ire = MIN(MAX(s->counter[LWP_EVENT_ID_IRE], 0), LWP_WIN_IRE_MAX);
     }
     if (env->hflags & HF_LWP_BRE_MASK) {
         bre = MIN(MAX(s->counter[LWP_EVENT_ID_BRE], 0), LWP_WIN_BRE_MAX);
+        if (!env->lwp_win_ire) {
+            ire = LWP_WIN_IRE_MAX;
+        }
     }
-    env_cpu(env)->neg.tb_win = env->lwp_win_armed =
-        ire | bre << LWP_WIN_BRE_SHIFT;
+    env->lwp_win_armed = ire | bre << LWP_WIN_BRE_SHIFT;
+    cpu_tb_win_rearm(env_cpu(env), env->lwp_win_armed);
 }
 
 /*
@@ -701,8 +710,10 @@ void lwp_x86_commit_slow(CPUX86State *env)
     CPUState *cs = env_cpu(env);
     uint32_t a = env->lwp_win_armed, w = cs->neg.tb_win;
 
-    s->counter[LWP_EVENT_ID_IRE] -= extract32(a, 0, LWP_WIN_BRE_SHIFT) -
-                                    extract32(w, 0, LWP_WIN_BRE_SHIFT);
+    if (env->lwp_win_ire) {
+        s->counter[LWP_EVENT_ID_IRE] -= extract32(a, 0, LWP_WIN_BRE_SHIFT) -
+                                        extract32(w, 0, LWP_WIN_BRE_SHIFT);
+    }
     s->counter[LWP_EVENT_ID_BRE] -= (a >> LWP_WIN_BRE_SHIFT) -
                                     (w >> LWP_WIN_BRE_SHIFT);
     cs->neg.tb_win = env->lwp_win_armed = 0;
