@@ -76,7 +76,7 @@ static unsigned run(uint32_t flags)
             wr32(cb, LWPCB_COUNTER(e, id), LWPCB_INTERVAL_MAX);
         }
         if (try_llwpcb(cb, NULL)) {
-            report(0, "LLWPCB with Flags %#x", flags);
+            report(0, "LLWPCB with Flags 0x%x", flags);
             return SIGNALS;
         }
     }
@@ -91,7 +91,7 @@ static unsigned run(uint32_t flags)
             /* no syscall: the signal may come at any time */
         }
         for (k = 0; handled != (sig_atomic_t)i && k < SPIN_LIMIT; k++) {
-            __asm__ volatile("" ::: "memory");
+            __asm__ volatile("" : : : "memory");
         }
         if (handled != (sig_atomic_t)i) {
             late++;
