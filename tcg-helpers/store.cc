@@ -204,7 +204,9 @@ LwpStatus store_record(LwpState *s, const LwpContext *ctx, const LwpMem *mem,
     }
     bool full = next == tail;
     uint32_t new_head = full ? head : next;
-    bool irq = int_enabled(s, ctx);
+    // Table 6-1 Threshold: the space used is computed "when LWP advances
+    // BufferHeadOffset"; a record that finds the ring full does not
+    bool irq = !full && int_enabled(s, ctx);
 
     // "the hardware rereads the tail pointer every time it stores an event
     // record while the threshold condition appears to be true"

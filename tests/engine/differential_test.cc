@@ -2048,8 +2048,8 @@ TEST_F(DiffModel, FullRingOverwritesAndCountsMissed)
     EXPECT_TRUE(o.interrupt); // (992 - 0) >= 992
     EXPECT_EQ(mem.get32(kCb + 16), 1024u - 32);
     o = model.lwpins(cpu, 4, 5, 6, 7);
-    EXPECT_TRUE(o.full); // CF = 1
-    EXPECT_TRUE(o.interrupt);
+    EXPECT_TRUE(o.full);       // CF = 1
+    EXPECT_FALSE(o.interrupt); // the head does not advance (Table 6-1)
     EXPECT_EQ(mem.get64(kCb + 24), 42u);
     EXPECT_EQ(mem.get32(kCb + 16), 1024u - 32); // head stays
     std::vector<uint8_t> want = {255, 0x34, 7, 0, 5, 0, 0, 0, 4};

@@ -509,8 +509,10 @@ bool Model::put_record(const Cpu &cpu, const uint8_t rec[kRecordSize],
     set_le32(b, head_);
     save(cpu, cb_ + kCbHead, b, 4);
     tail_ = tail;
+    // Table 6-1 Threshold: checked "when LWP advances BufferHeadOffset",
+    // which a record that finds the ring full does not
     uint32_t used = (head_ + size_ - tail) % size_;
-    if (used >= threshold_ && int_ready) {
+    if (!full && used >= threshold_ && int_ready) {
         out->interrupt = true;
     }
     out->full = full;

@@ -577,17 +577,41 @@ TEST_F(Threshold, ThresholdIsRoundedDownToTheRecordSize)
     EXPECT_TRUE(store());
 }
 
-TEST_F(Threshold, ZeroInterruptsOnEveryStoreFullOrNot)
+TEST_F(Threshold, ZeroInterruptsOnEveryStoreThatAdvancesTheHead)
 {
     // "If Threshold is zero, an interrupt will be taken every time an
-    // event record is stored"
+    // event record is stored in the ring buffer"; the check is made "when
+    // LWP advances BufferHeadOffset" (Table 6-1 Threshold)
     cb.threshold = 0;
     cb.tail = 0x40;
     ASSERT_EQ(load(), LWP_OK);
-    EXPECT_TRUE(store());
-    EXPECT_TRUE(store());
+    EXPECT_TRUE(store()); // head 0x20
+    EXPECT_EQ(res.full, 0);
+    EXPECT_FALSE(store()); // full: the head stays, the event is missed
     EXPECT_EQ(res.full, 1);
-    EXPECT_TRUE(store());
+}
+
+TEST_F(Threshold, NoInterruptForARecordThatFindsTheRingFull)
+{
+    // Table 6-1 Threshold: the space used is computed "when LWP advances
+    // BufferHeadOffset"; a record that finds the ring full does not
+    // advance it (1.1 step 3, 5.4: "If the ring buffer is not full, the
+    // head pointer is advanced"), it only increments MissedEvents.  Once
+    // software empties the ring, stores interrupt again.
+    cb.threshold = 0x20;
+    cb.head = 0x3c0;
+    cb.tail = 0;
+    ASSERT_EQ(load(), LWP_OK);
+    EXPECT_TRUE(store()); // head 0x3e0: used 0x3e0
+    for (unsigned i = 0; i < 3; i++) {
+        EXPECT_FALSE(store()) << "full store " << i;
+        EXPECT_EQ(res.full, 1);
+    }
+    EXPECT_EQ(missed_in_lwpcb(), 3u);
+    EXPECT_EQ(head_in_lwpcb(), 0x3e0u);
+    m.poke32(kCb + LWPCB_TAIL, 0x3e0);
+    EXPECT_TRUE(store()); // head 0: used 0x20
+    EXPECT_EQ(res.full, 0);
 }
 
 TEST_F(Threshold, AboveBufferSizeMinusOneRecordNeverInterrupts)
@@ -605,15 +629,14 @@ TEST_F(Threshold, AboveBufferSizeMinusOneRecordNeverInterrupts)
 
 TEST_F(Threshold, ThresholdOfTheLastSlotFiresWhenTheBufferFills)
 {
-    // Row 22: the space used reaches at most BufferSize - 32 = 0x3e0,
-    // also on full stores
+    // Row 22: the space used reaches at most BufferSize - 32 = 0x3e0
     cb.threshold = 0x3e0;
     ASSERT_EQ(load(), LWP_OK);
     for (unsigned i = 0; i < 30; i++) {
         EXPECT_FALSE(store()) << "store " << i;
     }
     EXPECT_TRUE(store()); // used 0x3e0
-    EXPECT_TRUE(store()); // full: still 0x3e0
+    EXPECT_FALSE(store()); // full: the head does not advance
     EXPECT_EQ(res.full, 1);
 }
 
