@@ -41,10 +41,10 @@
 #     then every (EventInterval+1)-th.  Records of one instruction are in
 #     ascending EventId order (choice 20), after the instruction's own
 #     LWPVAL/LWPINS record (5.3, 5.4 notes);
-#   - a signal handler's instructions count like any others, its
-#     rt_sigreturn SYSCALL does not, and a faulting instruction counts
-#     once, when it retires after the handler (SIGNAL_HANDLER_COUNTS,
-#     choice 43);
+#   - a signal handler runs with LWP disabled and rt_sigreturn restores
+#     the LWP state from the frame, so nothing from the signal to the
+#     rt_sigreturn counts, and a faulting instruction counts once, when
+#     it retires after the handler (SIGNAL_HANDLER_COUNTS, choice 43);
 #   - CNH and RNH (choice 48): the cost model charges one clock to every
 #     instruction IRE counts and one more to each near branch (BRE's
 #     kinds, whatever the NCB/NRB/NAB filters say); a reference clock is
@@ -75,14 +75,13 @@ import tempfile
 # 17); LWPVAL's is 0 (Table 6-1)
 MIN_INTERVAL = 1
 
-# LWP state across a signal (choice 43): qemu-x86_64 leaves it alone.
-# The handler runs at CPL 3 with LWP counting, rt_sigreturn does not
-# restore component 62 from the frame, so a SIGSEGV handler's
-# instructions count like any others, its rt_sigreturn SYSCALL does not
-# (choice 39), and the faulting instruction counts once, when it retires
-# after the handler.  False would model a handler that runs with LWP
-# disabled.
-SIGNAL_HANDLER_COUNTS = True
+# LWP state across a signal (choice 43): Linux's user-xstate rule.  The
+# frame's XSAVE area receives the LWP state, the handler runs with LWP
+# disabled and rt_sigreturn restores the state from the frame, so a
+# SIGSEGV handler's instructions, its C library restorer and rt_sigreturn
+# do not count, and the faulting instruction counts once, when it retires
+# after the handler.  True would model a handler counted like other code.
+SIGNAL_HANDLER_COUNTS = False
 
 MASK26 = (1 << 26) - 1
 VAL, IRE, BRE, CNH, RNH, INS = 1, 2, 3, 5, 6, 255

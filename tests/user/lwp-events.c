@@ -244,8 +244,8 @@ asm(".text\n"
  * .Lsig_next, whose address is in the page's second quadword): a branch
  * that faults.  ev_segv_handler makes the page writable again and
  * returns, and the store or the jump is restarted and retires.  The
- * handler's instructions run at CPL 3; the rt_sigreturn SYSCALL of the C
- * library's restorer does not count (choice 39).
+ * handler runs with LWP disabled and rt_sigreturn restores LWP from the
+ * frame (choice 43): nothing from the fault to the restart counts.
  */
 asm(".text\n"
     ".globl ev_sig\n"

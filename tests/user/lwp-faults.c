@@ -9,8 +9,9 @@
  *     reserved Filters bit (24:13), a non-canonical LWPCB or ring buffer.
  *     In qemu-x86_64 #GP arrives as SIGSEGV with si_code SI_KERNEL (0x80)
  *     (row 37); REG_TRAPNO must be 13 where the emulator fills it in.
- *     After the #GP, LWP is disabled (SLWPCB returns 0, also when it was
- *     enabled before) and the LWPCB is unchanged.  Non-errors: the software
+ *     After the #GP, LWP is disabled (the signal frame's LWP state has
+ *     LWPCBAddress 0, also when it was enabled before; SLWPCB returns 0)
+ *     and the LWPCB is unchanged.  Non-errors: the software
  *     bytes 72-87, reserved Flags bits, BufferSize not a multiple of 32.
  *   - An LWPCB on an unmapped page is a #PF (SEGV_MAPERR at that address).
  *   - Page-fault restart (5.1, row 25): with the LWPCB or the ring buffer on
@@ -22,7 +23,7 @@
  *     record (5.3): an inaccessible address gives no fault while LWP is
  *     disabled, while VAL is not enabled, or while the counter does not
  *     expire; when it does expire, LWPVAL faults without storing and
- *     without consuming the counter, so the next LWPVAL stores.
+ *     without consuming the counter, so the restarted LWPVAL stores.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -90,6 +91,10 @@ static void gp_case(const struct gp_case *c, int enabled_before)
     memcpy(before, cb, sizeof(before));
     sig = try_llwpcb(cb, &f);
     check_gp_fault(what, sig, &f);
+    /* the handler ran with LWP disabled (choice 43): see its frame */
+    report(f.lwpcb == 0, "%s: the #GP disables LWP: the signal frame's LWP "
+           "state has LWPCBAddress 0 (got 0x%llx)", what,
+           (unsigned long long)f.lwpcb);
     sig = try_slwpcb(&v);
     report(sig == 0 && v == 0, "%s: LWP is left disabled (SLWPCB 0x%llx)",
            what, (unsigned long long)v);
@@ -435,7 +440,11 @@ static void test_lwpval_operand(void)
                     "inaccessible operand not checked");
         goto out;
     }
-    /* interval 2, counter 2: the 3rd LWPVAL expires */
+    /*
+     * interval 2, counter 2: the 3rd LWPVAL expires.  The SIGSEGV handler
+     * maps its operand in and returns, so the LWPVAL is restarted (a
+     * handler left with siglongjmp would leave LWP disabled, choice 43).
+     */
     lwpcb_init(cb, ring, LT_RING_MIN, LWP_FEAT_VAL);
     wr32(cb, LWPCB_INTERVAL(e, 1), 2);
     wr32(cb, LWPCB_COUNTER(e, 1), 2);
@@ -445,26 +454,28 @@ static void test_lwpval_operand(void)
     report(sig == 0 && rd32(cb, LWPCB_HEAD) == 0, "counter not expiring: "
            "two LWPVAL with an inaccessible operand, no fault, no record "
            "(got %s)", signame(sig));
+    lt_hook = fix_hook;
+    arm(none, 0xc0ffee);
     sig = guarded(do_lwpval_mem, &ip, &f);
-    report(sig == SIGSEGV && f.addr == (uintptr_t)none, "counter expiring: "
-           "LWPVAL reads the operand, #PF at %p (got %s at 0x%lx)", none,
-           signame(sig), (unsigned long)f.addr);
-    report(rd32(cb, LWPCB_HEAD) == 0 && ((uint8_t *)ring)[0] == 0xa5,
-           "the faulting LWPVAL stores nothing (head %u)",
-           rd32(cb, LWPCB_HEAD));
-    val_op = &good;
-    guarded(do_lwpval_mem, &ip, &f);
+    lt_hook = NULL;
+    report(sig == 0 && fix_count == 1 && fix_addr == (uintptr_t)none,
+           "counter expiring: LWPVAL reads the operand, one #PF at %p (got "
+           "%d at 0x%lx)", none, fix_count, (unsigned long)fix_addr);
+    report(ring_clean_at_fault, "the faulting LWPVAL stores nothing before "
+           "its fault");
     report(rd32(cb, LWPCB_HEAD) == 32 && read_rec(ring, 0).data1 == 0xc0ffee
            && read_rec(ring, 0).ip == ip && read_rec(ring, 0).event_id == 1,
-           "the faulting LWPVAL did not consume the counter: the next one "
+           "the faulting LWPVAL did not consume the counter: restarted, it "
            "stores (head %u, Data1 0x%x)", rd32(cb, LWPCB_HEAD),
            read_rec(ring, 0).data1);
+    val_op = &good;
     guarded(do_lwpval_mem, &ip, &f);
     guarded(do_lwpval_mem, &ip, &f);
     report(rd32(cb, LWPCB_HEAD) == 32, "then the counter restarts from the "
            "interval: the next two store nothing (head %u)",
            rd32(cb, LWPCB_HEAD));
     lwp_off();
+    mprotect(none, 4096, PROT_NONE);
 
     /* restart: the handler maps the operand's page in */
     lwpcb_init(cb, ring, LT_RING_MIN, LWP_FEAT_VAL);

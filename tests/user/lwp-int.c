@@ -4,9 +4,10 @@
  *
  * A loop of four instructions runs with LWP counting Instructions
  * Retired every 10th instruction (EventInterval2 9), filtered by IP to
- * the loop, so that the SIGIO handler's own instructions are never
- * counted (spec 6).  The handler drains the ring (BufferTailOffset =
- * BufferHeadOffset), so each crossing of the threshold is a new one.
+ * the loop (spec 6), so that the records are the loop's alone (the SIGIO
+ * handler runs with LWP disabled, choice 43).  The handler drains the
+ * ring (BufferTailOffset = BufferHeadOffset), so each crossing of the
+ * threshold is a new one.
  * Checked, from the spec:
  *   - with INT enabled and Threshold = 4 records: one SIGIO per 4
  *     records, each with si_code POLL_IN and si_band POLLIN|POLLRDNORM,

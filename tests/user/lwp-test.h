@@ -125,7 +125,38 @@ struct fault {
     uintptr_t addr;     /* si_addr */
     long trapno;        /* uc_mcontext REG_TRAPNO */
     uintptr_t rip;      /* REG_RIP at the fault */
+    uint64_t lwpcb;     /* the frame's LWPCBAddress: 0 with LWP disabled */
 };
+
+/*
+ * LWPCBAddress in the LWP state (XSAVE component 62, Table 7-1) of a
+ * signal frame: 0 when the frame has no XSAVE area or XSTATE_BV[62] is
+ * clear (processor supplied values, 7.5).  The fxsave area's fx_sw bytes
+ * (offset 464) start with FP_XSTATE_MAGIC1; XSTATE_BV is the first
+ * quadword of the XSAVE header at 512; CPUID 0xD sub-leaf 62 EBX is the
+ * component's offset.
+ */
+static uint64_t frame_lwpcb(const ucontext_t *uc)
+{
+    const uint8_t *fx = (const uint8_t *)uc->uc_mcontext.fpregs;
+    uint32_t magic, a, b, c, d;
+    uint64_t bv, addr;
+
+    if (!fx) {
+        return 0;
+    }
+    memcpy(&magic, fx + 464, 4);
+    memcpy(&bv, fx + 512, 8);
+    if (magic != FP_XSTATE_MAGIC1 || !((bv >> 62) & 1)) {
+        return 0;
+    }
+    __cpuid_count(0xd, 62, a, b, c, d);
+    (void)a;
+    (void)c;
+    (void)d;
+    memcpy(&addr, fx + b, 8);
+    return addr;
+}
 
 /*
  * A hook sees every SIGSEGV/SIGBUS/SIGILL first; returning non-zero resumes
@@ -146,6 +177,7 @@ static void lt_handler(int sig, siginfo_t *si, void *ctx)
     lt_fault.addr = (uintptr_t)si->si_addr;
     lt_fault.trapno = uc->uc_mcontext.gregs[REG_TRAPNO];
     lt_fault.rip = uc->uc_mcontext.gregs[REG_RIP];
+    lt_fault.lwpcb = frame_lwpcb(uc);
     if (lt_hook && lt_hook(&lt_fault)) {
         return;
     }
