@@ -72,7 +72,8 @@ expect "Opteron_G4 without lwp" "Opteron_G4" \
 # that dies before its summary line (a crash, SIGILL outside a guarded
 # region) counts as one more failure.
 PCFLAGS=(-O1 -g -Wall -Wextra -Werror -static -mlwp -pthread -I"$top/include")
-progs=(xop-encoding lwp-insns lwp-faults lwp-threads lwp-ire lwp-int lwp-exits)
+progs=(xop-encoding lwp-insns lwp-faults lwp-threads lwp-ire lwp-int lwp-exits
+       lwp-sigabi)
 built=()
 for p in "${progs[@]}"; do
     if gcc "${PCFLAGS[@]}" -o "$out/$p" "$here/$p.c"; then
@@ -140,6 +141,15 @@ done
 for cpu in max,+lwp max,+lwp,-lwp-int; do
     has lwp-int && run_prog lwp-int "lwp-int $cpu" \
         "$qemu" -cpu "$cpu" "$out/lwp-int"
+done
+# LWP across signals, fork, threads and execve, as Linux gives user
+# xstate (choice 43); progress with INT and an undrained ring (choice 42).
+# Under timeout, so that a livelock is a failure; the exec'd image runs
+# on the host unless it is sent to the emulator.
+for cpu in max,+lwp Opteron_G4,+lwp max,+lwp,-lwp-int; do
+    has lwp-sigabi && run_prog lwp-sigabi "lwp-sigabi $cpu" \
+        env LWP_SIGABI_EXEC_VIA="$qemu -cpu $cpu" \
+        timeout 120 "$qemu" -cpu "$cpu" "$out/lwp-sigabi"
 done
 # Instructions and Branches Retired records, every branch kind, filters,
 # intervals down to the minimum, a signal handler, LWPVAL/LWPINS: checked
