@@ -5,6 +5,8 @@ set -euo pipefail
 
 PKGS=(
     build-essential gcc-multilib g++ ninja-build pkg-config ccache
+    # scripts/build-linux.sh: the kernel of the linux test layer
+    libelf-dev bc
     python3-venv python3-setuptools flex bison bzip2 xz-utils dpkg-dev
     libglib2.0-dev libpixman-1-dev zlib1g-dev libcapstone-dev libfdt-dev
     libslirp-dev binutils googletest libgtest-dev

@@ -24,6 +24,8 @@ qemu=$1
 src=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=SCRIPTDIR/../../scripts/common.sh
 . "$src/../../scripts/common.sh"
+# shellcheck source=SCRIPTDIR/lib.sh
+. "$src/lib.sh"
 boot_timeout=${LINUX_BOOT_TIMEOUT:-120}
 
 # config  -cpu model
@@ -173,16 +175,7 @@ for c in "${configs[@]}"; do
     echo "boot took ${secs} s (qemu exit status $qstatus; serial log $log)"
 
     # boot: /init ran to its end and the machine powered off in time
-    why=""
-    if [ "$qstatus" -eq 124 ]; then
-        why=" (timed out after $boot_timeout s)"
-    elif [ "$qstatus" -ne 0 ]; then
-        why=" (qemu exit status $qstatus)"
-    elif ! grep -q '^@@end$' <<<"$ev"; then
-        why=" (no @@end line: the guest did not finish /init)"
-    elif grep -aq 'Kernel panic' "$log"; then
-        why=" (kernel panic)"
-    fi
+    why=$(boot_verdict "$qstatus" "$boot_timeout" "$ev" "$log")
     check "$(result test -z "$why")" \
         "$cpu: boots to the initramfs shell and powers off, ${secs} s$why"
 
@@ -196,21 +189,7 @@ for c in "${configs[@]}"; do
     if [ -z "$dmesg" ]; then
         check 1 "$cpu: kernel log has no xstate/XSAVE warning (no kernel log printed)"
     else
-        # warning or worse (<N> with N mod 8 <= 4) about xstate, or any
-        # line that names xstate trouble, or a kernel WARNING/oops anywhere
-        bad=$(awk '
-            {
-                # <N>: syslog priority, N mod 8 the level (4 = warning)
-                lvl = 7
-                if (match($0, /^<[0-9]+>/))
-                    lvl = substr($0, 2, RLENGTH - 2) % 8
-                low = tolower($0)
-                xs = low ~ /xstate|xsave|x86\/fpu/
-                if ((xs && lvl <= 4) ||
-                    (xs && low ~ /warn|error|fail|mismatch|invalid|bad |unknown|problem|inconsisten|corrupt/) ||
-                    $0 ~ /WARNING|Call Trace|BUG:|Oops|Kernel panic/)
-                    print
-            }' <<<"$dmesg")
+        bad=$(bad_kernel_lines "$dmesg")
         if [ -z "$bad" ]; then
             check 0 "$cpu: kernel log has no xstate/XSAVE warning, WARNING or Call Trace" \
                 "($(wc -l <<<"$dmesg") lines)"
@@ -244,5 +223,14 @@ for c in "${configs[@]}"; do
     check "$(result test "$xcr0" = "${want[$name:xcr0]}")" \
         "$cpu: guest XCR0 = ${xcr0:-nothing} (want ${want[$name:xcr0]}, bit 62 clear)"
 done
+
+# 3. Our kernel with the LWP series, and LWP programs in it
+while IFS= read -r line; do
+    echo "$line"
+    case $line in
+    PASS:*) passed=$((passed + 1)) ;;
+    FAIL:*) failed=$((failed + 1)) ;;
+    esac
+done < <("$src/kernel.sh" "$qemu" "$dir/busybox")
 
 finish

@@ -1,0 +1,154 @@
+#!/usr/bin/env bash
+# The linux layer's second part: our kernel (Debian's Linux 6.12 source +
+# linux/patches, built by scripts/build-linux.sh) booted under
+# qemu-system-x86_64 with LWP, running LWP programs (tests/linux/README.md,
+# "Our kernel").  Called by tests/linux/run.sh, which adds its PASS:/FAIL:
+# lines to the layer's count.
+#
+#   tests/linux/kernel.sh QEMU_SYSTEM_BINARY BUSYBOX
+#
+# SPDX-License-Identifier: GPL-2.0-or-later
+set -uo pipefail
+
+qemu=$1
+busybox=$2
+src=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=SCRIPTDIR/../../scripts/common.sh
+. "$src/../../scripts/common.sh"
+# shellcheck source=SCRIPTDIR/lib.sh
+. "$src/lib.sh"
+boot_timeout=${LINUX_BOOT_TIMEOUT:-300}
+out=$BUILD/linux-lwp
+logs=$BUILD/test-logs
+mkdir -p "$out" "$logs"
+
+ok() { echo "PASS: $*"; }
+ko() { echo "FAIL: $*"; }
+check() { if [ "$1" = 0 ]; then shift; ok "$@"; else shift; ko "$@"; fi; }
+result() { if "$@"; then echo 0; else echo 1; fi; }
+
+# 1. The kernel, the programs, the initramfs
+if ! bz=$("$TOP/scripts/build-linux.sh"); then
+    ko "our kernel builds (scripts/build-linux.sh; log in $logs/linux-build.log)"
+    exit 0
+fi
+ok "our kernel builds: Debian's Linux $(cat "$BUILD/linux-src/.qemu-lwp-tarball" 2>/dev/null ||
+    git -C "$BUILD/linux-src" log -1 --format=%s 2>/dev/null) with linux/patches"
+cflags=(-static -O2 -g -Wall -Wextra -Werror -mlwp -pthread -I"$TOP/include")
+root=$out/initramfs
+rm -rf "$root"
+mkdir -p "$root/bin" "$root/proc" "$root/sys" "$root/dev"
+if ! gcc "${cflags[@]}" -o "$root/bin/lwp-linux" "$src/lwp-linux.c" ||
+   ! gcc -static -O2 -Wall -o "$root/bin/lwp-cpuid" "$src/lwp-cpuid.c"; then
+    ko "the guest programs build (gcc -static -mlwp)"
+    exit 0
+fi
+if [ -f "$TOP/tests/user/lwp-sigabi.c" ]; then
+    gcc "${cflags[@]}" -I"$TOP/tests/user" -o "$root/bin/lwp-sigabi" \
+        "$TOP/tests/user/lwp-sigabi.c" || ko "tests/user/lwp-sigabi.c builds"
+fi
+cp "$busybox" "$root/bin/busybox"
+cp "$src/init-lwp" "$root/init"
+chmod 755 "$root/init"
+(cd "$root" && find . | LC_ALL=C sort | cpio -o -H newc -R 0:0 --quiet) |
+    gzip -9 >"$out/initramfs.gz"
+
+# The profile table of docs/implementation-choices.md gives CPUID
+# 8000_001C EDX; with XCR0[62] set and LWP_CFG = EDX (spec 8.7.1), EAX
+# reads the same (spec 3.3: EAX[0] = XCR0[62], EAX[31:1] = LWP_CFG)
+doc_edx() {
+    grep -F "\`$1,+lwp\`" "$TOP/docs/implementation-choices.md" | grep -m 1 '^| ' |
+        grep -oE "\`[0-9A-Fa-f]{8}\`" | head -n 1 | tr -d '`' | tr 'A-F' 'a-f'
+}
+
+# boot NAME CPU SMP MODE [EXTRA_APPEND]: boots, leaves the evidence in $ev
+boot() {
+    local name=$1 cpu=$2 smp=$3 mode=$4 extra=${5:-} start secs why qstatus=0
+    log=$logs/linux-lwp-$name.serial
+    rm -f "$log"
+    echo "=== our kernel, -cpu $cpu -smp $smp, lwptest=$mode $extra"
+    start=$(date +%s)
+    timeout "$boot_timeout" "$qemu" -M pc -accel tcg,thread=multi \
+        -cpu "$cpu" -m 512M -smp "$smp" -no-reboot \
+        -display none -vga none -nic none -monitor none \
+        -serial "file:$log" -kernel "$bz" -initrd "$out/initramfs.gz" \
+        -append "console=ttyS0 quiet panic=-1 lwptest=$mode $extra" </dev/null ||
+        qstatus=$?
+    secs=$(($(date +%s) - start))
+    [ -f "$log" ] || : >"$log"
+    ev=$(tr -d '\r' <"$log" | grep -ao '@@.*' || true)
+    why=$(boot_verdict "$qstatus" "$boot_timeout" "$ev" "$log")
+    check "$(result test -z "$why")" "$name: boots, runs /init to its end and reboots, ${secs} s$why (log $log)"
+    dmesg=$(sed -n 's/^@@dmesg //p' <<<"$ev")
+}
+
+# The programs' own checks, as they reported them
+program_checks() { # NAME
+    local n
+    n=$(grep -c '^@@t \(PASS\|FAIL\):' <<<"$ev")
+    sed -n 's/^@@t \(PASS\|FAIL\): /\1: '"$1"': /p' <<<"$ev"
+    check "$(result test "$n" -gt 0)" "$1: the LWP programs ran ($n checks)"
+}
+
+# No kernel warning at all, and none about xstate (any level)
+clean_log() { # NAME
+    local bad
+    bad=$(bad_kernel_lines "$dmesg")
+    check "$(result test -n "$dmesg" -a -z "$bad")" \
+        "$1: kernel log has no xstate warning, WARNING, BUG, oops or segfault ($(wc -l <<<"$dmesg") lines)"
+    [ -z "$bad" ] || printf '    %s\n' "${bad:0:4000}"
+}
+
+# LWP set up as the series says: XCR0, the xstate lines, LWP_CFG, CPUID
+lwp_setup() { # NAME CPU XCR0 SIZE
+    local name=$1 cpu=$2 xcr0=$3 size=$4 edx got
+    local line="Enabled xstate features 0x$xcr0, context size is $size bytes, using 'standard' format."
+    check "$(result grep -qF "x86/fpu: $line" <<<"$dmesg")" "$name: kernel log says \"$line\""
+    check "$(result grep -qF "x86/fpu: Supporting XSAVE feature 0x4000000000000000: 'AMD Lightweight Profiling'" <<<"$dmesg")" \
+        "$name: kernel log lists XSAVE feature 0x4000000000000000, 'AMD Lightweight Profiling'"
+    got=$(sed -n 's/^@@xcr0 //p' <<<"$ev")
+    check "$(result test "$got" = "$(printf '%016x' "0x$xcr0")")" "$name: guest XCR0 = ${got:-nothing} (want $xcr0: bit 62 set)"
+    edx=$(doc_edx "$cpu")
+    check "$(result grep -qF "LWP: features 0x$edx, threshold interrupt vector 0xf5" <<<"$dmesg")" \
+        "$name: kernel log says LWP_CFG features 0x$edx (CPUID 8000_001C EDX), vector 0xf5"
+    got=$(awk '$1 == "@@cpuid" && $2 == "8000001c" && $3 == 0 { print $4, $7 }' <<<"$ev")
+    check "$(result test "$got" = "$edx $edx")" \
+        "$name: guest CPUID 8000_001C EAX = EDX = $edx (XCR0[62] and LWP_CFG set; got '${got:-nothing}')"
+    check "$(result grep -qw lwp <<<"$(sed -n 's/^@@cpuinfo //p' <<<"$ev")")" "$name: lwp in /proc/cpuinfo"
+}
+
+# 2. -cpu max,+lwp, 4 vCPUs under MTTCG: everything
+boot max "max,+lwp" 4 full
+# max under TCG: x87, SSE, AVX, MPX (2), PKRU and now LWP: 0x400000000000021f;
+# the standard-format size is still PKRU's end, 2688 + 8 = 2696 (LWP is
+# 832 + 128, below it): tests/linux/README.md
+lwp_setup max max 400000000000021f 2696
+program_checks max
+irq=$(sed -n 's/^@@interrupts *LWP: *//p' <<<"$ev")
+sum=0
+for v in $irq; do
+    case $v in [0-9]*) sum=$((sum + v)) ;; esac
+done
+check "$(result test "$sum" -gt 0)" "max: /proc/interrupts has an LWP line with the threshold interrupts taken ($sum)"
+check "$(result grep -q '^@@online cpu1 after online: 1$' <<<"$ev")" "max: CPU 1 goes offline and online again"
+clean_log max
+
+# 3. The Family 15h profiles: LWP in use, no xstate warning
+for m in Opteron_G4 Opteron_G5; do
+    boot "$m" "$m,+lwp" 1 boot
+    # x87, SSE, AVX and LWP; LWP ends the area at 832 + 128 = 960
+    lwp_setup "$m" "$m" 4000000000000007 960
+    program_checks "$m"
+    clean_log "$m"
+done
+
+# 4. nolwp: the boot parameter turns LWP off for the whole system
+boot nolwp "max,+lwp" 1 boot nolwp
+got=$(sed -n 's/^@@xcr0 //p' <<<"$ev")
+check "$(result test "$got" = 000000000000021f)" "nolwp: guest XCR0 = ${got:-nothing} (want 21f: bit 62 clear)"
+check "$(result test -z "$(grep -w lwp <<<"$(sed -n 's/^@@cpuinfo //p' <<<"$ev")")")" "nolwp: no lwp in /proc/cpuinfo"
+check "$(result test -z "$(grep '^@@interrupts' <<<"$ev")")" "nolwp: no LWP line in /proc/interrupts"
+check "$(result grep -q '^@@t FAIL: LWP with IRE and INT is available' <<<"$ev")" \
+    "nolwp: a program finds LWP unavailable (CPUID 8000_001C EAX has no IRE, INT)"
+clean_log nolwp
+exit 0
