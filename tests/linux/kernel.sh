@@ -6,10 +6,17 @@
 # lines to the layer's count.
 #
 #   tests/linux/kernel.sh QEMU_SYSTEM_BINARY BUSYBOX
+#   tests/linux/kernel.sh --demo QEMU_SYSTEM_BINARY BUSYBOX
+#                           (scripts/demo.sh: one boot, what the guest says)
 #
 # SPDX-License-Identifier: GPL-2.0-or-later
 set -uo pipefail
 
+demo=0
+if [ "${1:-}" = --demo ]; then
+    demo=1
+    shift
+fi
 qemu=$1
 busybox=$2
 src=$(cd "$(dirname "$0")" && pwd)
@@ -116,6 +123,12 @@ lwp_setup() { # NAME CPU XCR0 SIZE
         "$name: guest CPUID 8000_001C EAX = EDX = $edx (XCR0[62] and LWP_CFG set; got '${got:-nothing}')"
     check "$(result grep -qw lwp <<<"$(sed -n 's/^@@cpuinfo //p' <<<"$ev")")" "$name: lwp in /proc/cpuinfo"
 }
+
+if [ "$demo" = 1 ]; then
+    boot demo "max,+lwp" 2 demo >/dev/null
+    tr -d '\r' <"$log" | sed -n 's/^.*@@demo //p'
+    exit 0
+fi
 
 # 2. -cpu max,+lwp, 4 vCPUs under MTTCG: everything
 boot max "max,+lwp" 4 full
