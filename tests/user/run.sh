@@ -178,5 +178,24 @@ has lwp-threads && run_prog lwp-threads "lwp-threads max,+lwp" \
 has lwp-exits && run_prog lwp-exits "lwp-exits max,+lwp" \
     "$qemu" -cpu max,+lwp "$out/lwp-exits"
 
+# The linux layer's lwp-linux (tests/linux/lwp-linux.c, built as
+# tests/linux/kernel.sh builds it): qemu-x86_64 gives programs the ABI of
+# our kernel series.  Not run here: coreid compares each record's CoreId
+# with the host CPU a thread is pinned to, and under qemu-x86_64 it is
+# LWP_CFG[39:32], 0 for every thread (choice 33); ptrace needs
+# PTRACE_GETREGSET of an emulated child, which qemu-x86_64 does not
+# emulate.  nolwp's exec would run the static binary on the host,
+# without LWP: LWP_LINUX_NO_EXEC makes it a reported skip (choice 52).
+if gcc -static -O2 -g -Wall -Wextra -Werror -mlwp -pthread -I"$top/include" \
+        -o "$out/lwp-linux" "$top/tests/linux/lwp-linux.c"; then
+    for c in selfprof two badcb nolwp; do
+        run_prog "$c" "lwp-linux $c max,+lwp" \
+            env LWP_LINUX_NO_EXEC=1 \
+            timeout 120 "$qemu" -cpu max,+lwp "$out/lwp-linux" "$c"
+    done
+else
+    ko "lwp-linux builds"
+fi
+
 echo "user: $pass passed, $fail failed"
 [ "$fail" = 0 ]
