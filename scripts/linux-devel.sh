@@ -9,6 +9,7 @@
 #    git -C build/linux-src; rebase -i with fixups to change a patch)
 #   scripts/linux-devel.sh export   git format-patch -> linux/patches/, then
 #                                   checkpatch.pl on every patch
+#   scripts/linux-devel.sh check    build every patch in turn (bisectable)
 #   scripts/linux-devel.sh finish   export, then drop the repository so that
 #                                   scripts/build-linux.sh manages the tree
 #
@@ -52,6 +53,13 @@ init)
 export)
     export_series
     ;;
+check)
+    [ -d "$LSRC/.git" ] || die "$LSRC is not a development tree (init first)"
+    export CCACHE_DIR=${CCACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/ccache}
+    export CCACHE_BASEDIR=$BUILD
+    k="make -s O=$BUILD/linux-bisect ARCH=x86_64 CC='ccache gcc' HOSTCC=gcc"
+    git -C "$LSRC" rebase -x "$k KCONFIG_ALLCONFIG=$TOP/linux/lwp.config allnoconfig >/dev/null && $k -j$JOBS bzImage && echo \"built: \$(git log -1 --format=%s)\"" upstream
+    ;;
 finish)
     export_series
     rm -rf "$LSRC/.git" "$LSRC/.qemu-lwp-applied"
@@ -61,7 +69,7 @@ finish)
     log "$LSRC is managed by scripts/build-linux.sh again"
     ;;
 *)
-    sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'
     exit 2
     ;;
 esac

@@ -12,6 +12,7 @@
  *                           record's CoreId is the CPU it ran on
  *   lwp-linux ptrace        a parent reads a child's component 62 with
  *                           PTRACE_GETREGSET NT_X86_XSTATE
+ *   lwp-linux core          ... and from the child's core dump
  *   lwp-linux badcb         a bad LWPCB gets SIGSEGV, nothing else happens
  *   lwp-linux nolwp         arch_prctl(ARCH_SET_LWP, 0) takes LWP away from
  *                           one thread, its children and what it execs
@@ -29,6 +30,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <sys/ptrace.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
@@ -43,15 +45,24 @@
  * instructions, give or take the two LLWPCBs, so with n a multiple of
  * 250 and the interval 1000, the number of records is exactly 4n / 1000
  * whichever way the spec's edges are read.
+ *
+ * Which instruction each record names is exact too.  LLWPCB itself is
+ * not counted (docs/implementation-choices.md, choice 39), so the MOV is
+ * counted instruction 1 and the loop's instructions are 2 + 4j + m.  With
+ * EventCounter2 = EventInterval2 = 999, record r is stored at counted
+ * instruction 1000r (spec 5.1 step 7, Table 6-1), and 1000r - 2 = 2 mod 4:
+ * every record names the DEC, whatever the signals, context switches and
+ * migrations in between.
  */
 asm(".text\n"
-    ".globl lwp_loop, lwp_loop_start, lwp_loop_end\n"
+    ".globl lwp_loop, lwp_loop_start, lwp_loop_dec, lwp_loop_end\n"
     "lwp_loop:\n"
     "    llwpcb %rdi\n"
     "    mov %rsi, %rcx\n"
     "lwp_loop_start:\n"
     "    add $1, %rax\n"
     "    add $2, %rdx\n"
+    "lwp_loop_dec:\n"
     "    dec %rcx\n"
     "    jnz lwp_loop_start\n"
     "lwp_loop_end:\n"
@@ -60,7 +71,7 @@ asm(".text\n"
     "    llwpcb %rax\n"
     "    ret\n");
 void lwp_loop(void *lwpcb, unsigned long n);
-extern char lwp_loop_start[], lwp_loop_end[];
+extern char lwp_loop_start[], lwp_loop_dec[], lwp_loop_end[];
 
 struct prof {
     uint8_t *cb;
@@ -91,8 +102,7 @@ static void drain(struct prof *p)
         const uint8_t *r = p->ring + tail;
         uint64_t ip = ld64(r + LWP_REC_IP);
 
-        if (r[LWP_REC_EVENT_ID] != 2 || ip < (uintptr_t)lwp_loop_start ||
-            ip >= (uintptr_t)lwp_loop_end + 8) {
+        if (r[LWP_REC_EVENT_ID] != 2 || ip != (uintptr_t)lwp_loop_dec) {
             p->bad++;
         }
         p->last_core = r[LWP_REC_CORE_ID];
@@ -207,7 +217,8 @@ static int selfprof(unsigned long n, const char *who)
     ok &= report(missed == 0, "%s: MissedEvents 0: the handler drains the "
                  "whole ring at each threshold crossing", who);
     ok &= report(p.bad == 0, "%s: every record is Instructions Retired at "
-                 "an instruction of the loop (%lu are not)", who, p.bad);
+                 "the loop's DEC, the 1000th counted instruction (%lu are "
+                 "not)", who, p.bad);
     ok &= report(p.sigio == expect / 8, "%s: one SIGIO per 8 records, "
                  "Threshold 8 with a drained ring: %lu (got %lu)", who,
                  expect / 8, p.sigio);
@@ -386,6 +397,96 @@ static int cmd_ptrace(void)
     return 0;
 }
 
+/*
+ * core: the child enables LWP and aborts; its core dump's NT_X86_XSTATE
+ * note holds component 62 with the LWPCB address
+ */
+static int cmd_core(void)
+{
+    char dir[] = "./lwp-core.XXXXXX", path[64];
+    int fd[2], status, found = 0;
+    uint32_t a, b, c, d;
+    uint64_t child_cb = 0;
+    pid_t pid;
+    FILE *f;
+    Elf64_Ehdr eh;
+    long size;
+    uint8_t *core;
+
+    __cpuid_count(0xd, 62, a, b, c, d);
+    if (!mkdtemp(dir) || pipe(fd)) {
+        return report(0, "core: a directory and a pipe for the child");
+    }
+    pid = fork();
+    if (pid == 0) {
+        struct rlimit rl = { RLIM_INFINITY, RLIM_INFINITY };
+        struct prof p;
+
+        prof_init(&p, 32, 8, 0);
+        if (setrlimit(RLIMIT_CORE, &rl) || chdir(dir)) {
+            _exit(2);
+        }
+        __llwpcb(p.cb);
+        if (write(fd[1], &p.cb, 8) != 8) {
+            _exit(2);
+        }
+        abort();
+    }
+    if (read(fd[0], &child_cb, 8) != 8) {
+        return report(0, "core: the child reports its LWPCB");
+    }
+    waitpid(pid, &status, 0);
+    report(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT && WCOREDUMP(status),
+           "core: the child dies of SIGABRT with a core dump (status 0x%x)", status);
+    snprintf(path, sizeof(path), "%s/core", dir);
+    f = fopen(path, "rb");
+    if (!f) {
+        return report(0, "core: %s exists (core_pattern \"core\")", path);
+    }
+    fseek(f, 0, SEEK_END);
+    size = ftell(f);
+    rewind(f);
+    core = malloc(size);
+    if (fread(core, 1, size, f) != (size_t)size) {
+        size = 0;
+    }
+    fclose(f);
+    memcpy(&eh, core, sizeof(eh));
+    /* Walk the PT_NOTE segments for the NT_X86_XSTATE note ("LINUX") */
+    for (int i = 0; size && i < eh.e_phnum; i++) {
+        Elf64_Phdr ph;
+        uint64_t off;
+
+        memcpy(&ph, core + eh.e_phoff + i * eh.e_phentsize, sizeof(ph));
+        if (ph.p_type != PT_NOTE) {
+            continue;
+        }
+        for (off = 0; off + 12 <= ph.p_filesz;) {
+            Elf64_Nhdr nh;
+            const uint8_t *desc;
+
+            memcpy(&nh, core + ph.p_offset + off, sizeof(nh));
+            desc = core + ph.p_offset + off + 12 + ((nh.n_namesz + 3) & ~3u);
+            if (nh.n_type == NT_X86_XSTATE && nh.n_descsz >= b + a) {
+                uint64_t bv = ld64(desc + 512), cb = ld64(desc + b);
+
+                found = 1;
+                report((bv >> 62) & 1, "core: XSTATE_BV[62] set in the note");
+                report(cb == (uintptr_t)child_cb, "core: LWPCBAddress at 0x%x "
+                       "is the child's LWPCB (0x%llx, read 0x%llx)", b,
+                       (unsigned long long)child_cb, (unsigned long long)cb);
+            }
+            off += 12 + ((nh.n_namesz + 3) & ~3u) + ((nh.n_descsz + 3) & ~3u);
+        }
+    }
+    report(found, "core: the dump has an NT_X86_XSTATE note covering "
+           "component 62 (%ld bytes read)", size);
+    free(core);
+    unlink(path);
+    rmdir(dir);
+    return 0;
+}
+
 /* badcb: LLWPCB of an unmapped LWPCB raises #PF: SIGSEGV at its address */
 static void bad_llwpcb(void *arg)
 {
@@ -531,12 +632,14 @@ int main(int argc, char **argv)
         cmd_coreid();
     } else if (!strcmp(cmd, "ptrace")) {
         cmd_ptrace();
+    } else if (!strcmp(cmd, "core")) {
+        cmd_core();
     } else if (!strcmp(cmd, "badcb")) {
         cmd_badcb();
     } else if (!strcmp(cmd, "nolwp")) {
         cmd_nolwp(argc, argv);
     } else {
-        fprintf(stderr, "usage: lwp-linux selfprof|stress|two|coreid|ptrace|badcb|nolwp\n");
+        fprintf(stderr, "usage: lwp-linux selfprof|stress|two|coreid|ptrace|core|badcb|nolwp\n");
         return 2;
     }
     return report_summary(cmd);
