@@ -192,6 +192,68 @@ xs_sw_user:
     xs_table_end f1
     xs_table_end f2
 
+/*
+ * void xs_flush_user(struct xs_flush *u), xs_flush_opt_user: the counters
+ * that SLWPCB, XSAVE and XSAVEOPT store in the middle of straight-line
+ * code.  Each flush is the first entry of its table \t\()1-4.
+ */
+.macro xs_flush_seq fn, t, opt
+    xs_table_begin \t\()1
+    xs_table_begin \t\()2
+    xs_table_begin \t\()3
+    xs_table_begin \t\()4
+    .globl \fn
+\fn:
+    mov %rdi, %rbx
+    mov XS_F_CB(%rbx), %rdi
+    mov XS_F_AREA(%rbx), %rsi
+    xor %eax, %eax
+    mov $0x40000000, %edx       /* XSAVE: component 62 */
+    llwpcb %rdi                 /* counted by neither LWP (choice 39) */
+    x_insn \t\()1, slwpcb %rcx
+    x_insn \t\()1, mov XS_CB_CTR_IRE(%rdi), %r8d
+    x_insn \t\()1, mov %r8d, XS_F_OUT(%rbx)
+    x_insn \t\()1, mov XS_CB_CTR_BRE(%rdi), %r8d
+    x_insn \t\()1, mov %r8d, XS_F_OUT + 4(%rbx)
+    x_insn \t\()1, mov $1, %r9d
+    .rept 10
+    x_insn \t\()1, nop
+    .endr
+    x_insn \t\()2, slwpcb %rcx
+    x_insn \t\()2, mov XS_CB_CTR_IRE(%rdi), %r8d
+    x_insn \t\()2, mov %r8d, XS_F_OUT + 8(%rbx)
+    x_insn \t\()2, mov XS_CB_CTR_BRE(%rdi), %r8d
+    x_insn \t\()2, mov %r8d, XS_F_OUT + 12(%rbx)
+    x_insn \t\()3, xsave (%rsi)
+    .rept 3
+    x_insn \t\()3, nop
+    .endr
+    x_taken \t\()3, 1f, jmp 1f
+    ud2
+1:
+    .if \opt
+    x_insn \t\()4, xsaveopt XS_AREA_SIZE(%rsi)
+    .else
+    x_insn \t\()4, xsave XS_AREA_SIZE(%rsi)
+    .endif
+    .rept 2
+    x_insn \t\()4, nop
+    .endr
+    x_insn \t\()4, xor %ecx, %ecx
+    x_taken \t\()4, 1f, jz 1f
+    ud2
+1:
+    llwpcb %rcx                 /* LLWPCB 0 flushes, then disables */
+    int $USER_RET_VECTOR
+    xs_table_end \t\()1
+    xs_table_end \t\()2
+    xs_table_end \t\()3
+    xs_table_end \t\()4
+.endm
+
+    xs_flush_seq xs_flush_user, g, 0
+    xs_flush_seq xs_flush_opt_user, h, 1
+
     .data
     .align 8
     .globl xs_sw_out

@@ -1135,6 +1135,138 @@ static void test_ctl(void)
     report_prefix_pop();
 }
 
+/* ---- 7: the counters a flush stores (5.2, 7.3; choice 54) ---- */
+
+static struct xs_flush flush_u;
+
+/*
+ * Whether the last run of xs_flush_user stored EventCounter2 @ire[k] and
+ * EventCounter3 @bre[k] at flush k: SLWPCB, SLWPCB, XSAVE, XSAVE(OPT),
+ * LLWPCB 0
+ */
+static bool flush_is(const int ire[5], const int bre[5])
+{
+    int got[5][2] = {
+        { flush_u.out[0][0], flush_u.out[0][1] },
+        { flush_u.out[1][0], flush_u.out[1][1] },
+        { area[0].lwp.counter[EVENT_IRE - 1],
+          area[0].lwp.counter[EVENT_BRE - 1] },
+        { area[1].lwp.counter[EVENT_IRE - 1],
+          area[1].lwp.counter[EVENT_BRE - 1] },
+        { cb.event[EVENT_IRE - 1].counter, cb.event[EVENT_BRE - 1].counter },
+    };
+    unsigned k;
+
+    for (k = 0; k < 5; k++) {
+        if (got[k][0] != ire[k] || got[k][1] != bre[k]) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/*
+ * One run of xs_flush_user (or xs_flush_opt_user) with IRE and BRE at
+ * @interval and counter @ctr.  Each flush stores the counters after the
+ * instructions before it (its own table's start): the model's counters
+ * after the tables before it.  Returns true when every flush, the final
+ * LLWPCB 0 and the records match; @verbose reports the first difference.
+ */
+static bool run_flush(bool opt, u32 interval, u32 ctr, bool verbose)
+{
+    const struct xs_insn *t[4][2] = {
+        { opt ? xs_seq_h1 : xs_seq_g1, opt ? xs_seq_h1_end : xs_seq_g1_end },
+        { opt ? xs_seq_h2 : xs_seq_g2, opt ? xs_seq_h2_end : xs_seq_g2_end },
+        { opt ? xs_seq_h3 : xs_seq_g3, opt ? xs_seq_h3_end : xs_seq_g3_end },
+        { opt ? xs_seq_h4 : xs_seq_g4, opt ? xs_seq_h4_end : xs_seq_g4_end },
+    };
+    static const char *const what[5] = {
+        "SLWPCB after LLWPCB", "SLWPCB mid-block", "XSAVE mid-block",
+        "XSAVE(OPT) after JMP", "LLWPCB 0",
+    };
+    static struct xs_model m;
+    struct xs_flush *u = &flush_u;
+    int want[5][2], got[5][2];
+    unsigned k, n;
+    int ret;
+
+    make_cb(&cb, LWP_IRE | LWP_BRE, ring, RING_BYTES, ctr);
+    cb.event[EVENT_IRE - 1].interval = interval;
+    cb.event[EVENT_BRE - 1].interval = interval;
+    clear_ring();
+    model_init(&m, LWP_IRE | LWP_BRE, interval, ctr, interval, ctr);
+    for (k = 0; k < 5; k++) {
+        want[k][0] = m.ctr[EVENT_IRE - 1];
+        want[k][1] = m.ctr[EVENT_BRE - 1];
+        if (k < 4) {
+            model_run(&m, t[k][0], t[k][1]);
+        }
+    }
+    memset(u, 0xee, sizeof(*u));
+    u->cb = (uintptr_t)&cb;
+    u->area = (uintptr_t)make_area(0, NULL, 0);
+    make_area(1, NULL, 0);
+    ret = run_in_user(opt ? xs_flush_opt_user : xs_flush_user, u);
+    for (k = 0; k < 2; k++) {
+        got[k][0] = u->out[k][0];
+        got[k][1] = u->out[k][1];
+        got[k + 2][0] = area[k].lwp.counter[EVENT_IRE - 1];
+        got[k + 2][1] = area[k].lwp.counter[EVENT_BRE - 1];
+    }
+    got[4][0] = cb.event[EVENT_IRE - 1].counter;
+    got[4][1] = cb.event[EVENT_BRE - 1].counter;
+    for (k = 0; k < 5 && want[k][0] == got[k][0] && want[k][1] == got[k][1];
+         k++) {
+        continue;
+    }
+    n = 0;
+    while (n < m.n && record_eq(&ring[n], &m.rec[n])) {
+        n++;
+    }
+    if (verbose && (ret || k < 5 || n < m.n || cb.head != m.n * RECORD_SIZE)) {
+        printf("info: interval %u, counter %u: return %x, %s: "
+               "EventCounter2 %d, 3 %d - expect %d, %d; records %u of %u "
+               "match, head %u\n", interval, ctr, ret, k < 5 ? what[k] : "-",
+               k < 5 ? got[k][0] : 0, k < 5 ? got[k][1] : 0,
+               k < 5 ? want[k][0] : 0, k < 5 ? want[k][1] : 0, n, m.n,
+               cb.head);
+    }
+    return !ret && k == 5 && n == m.n && cb.head == m.n * RECORD_SIZE;
+}
+
+static void test_flush(void)
+{
+    bool opt = has_xsaveopt();
+    static const u32 intervals[] = { 3, 1000 };
+    static const int ire[5] = { 1000, 984, 979, 974, 969 };
+    static const int bre[5] = { 1000, 1000, 1000, 999, 998 };
+    unsigned i, bad;
+    u32 c;
+
+    report_prefix_push("flush");
+    lwp_config(~0u);
+    /* by hand: 16, 5, 5 and 5 instructions, a JMP and a JZ */
+    report(run_flush(opt, 1000, 1000, true) && flush_is(ire, bre),
+           "IRE, BRE counters 1000: SLWPCB first after LLWPCB stores 1000, "
+           "1000; SLWPCB 16 instructions later 984, 1000; XSAVE 5 later 979, "
+           "1000; %s after a JMP 974, 999; LLWPCB 0 969, 998",
+           opt ? "XSAVEOPT" : "XSAVE");
+    for (i = 0; i < ARRAY_SIZE(intervals); i++) {
+        bad = 0;
+        for (c = 0; c <= 34; c++) {
+            if (!run_flush(opt, intervals[i], c, !bad)) {
+                bad++;
+            }
+        }
+        report(!bad, "IRE, BRE interval %u, counters 0-34 (records anywhere "
+               "in the code): every flush stores the counters after the "
+               "instructions before it, records as the model (%u runs "
+               "differ)", intervals[i], bad);
+    }
+    lwp_stop();
+    report_prefix_pop();
+}
+
 /* ---- 4, 6: a new thread; two tasks (8.2.1, 8.4, 8.7) ---- */
 
 /*
@@ -1277,6 +1409,7 @@ void test_xsave_lwp(void)
     test_xrstor_lazy();
     test_ctl();
     test_tasks();
+    test_flush();
 
     lwp_stop();
     wrmsr(MSR_LWP_CFG, 0);

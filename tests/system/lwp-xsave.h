@@ -18,6 +18,16 @@
 #define XS_U_OUT            16
 #define XS_U_CB             24
 
+/* struct xs_flush, for the assembler */
+#define XS_F_CB             0
+#define XS_F_AREA           8
+#define XS_F_OUT            16
+/* EventCounter2 and 3 in the LWPCB (Table 6-1, E = 0x80) */
+#define XS_CB_CTR_IRE       0x8c
+#define XS_CB_CTR_BRE       0x94
+/* sizeof(struct xs_area) */
+#define XS_AREA_SIZE        4096
+
 /* NOPs before and after the LWPINS of xs_thr_user() */
 #define XS_THR_NOPS         8
 
@@ -92,6 +102,37 @@ void xs_sw_user(void *cb);
 extern const struct xs_insn xs_seq_f1[], xs_seq_f1_end[];
 extern const struct xs_insn xs_seq_f2[], xs_seq_f2_end[];
 extern u64 xs_sw_out;
+
+struct xs_flush {
+    u64 cb;                             /* LWPCB for LLWPCB */
+    u64 area;                           /* two XSAVE areas */
+    u32 out[2][2];                      /* EventCounter2, 3 after SLWPCB */
+};
+
+_Static_assert(__builtin_offsetof(struct xs_flush, area) == XS_F_AREA, "xs");
+_Static_assert(__builtin_offsetof(struct xs_flush, out) == XS_F_OUT, "xs");
+
+/*
+ * CPL3: LLWPCB u->cb, then straight-line code with four flushes of the
+ * counters, each starting a table: xs_seq_g1[] (SLWPCB, the first
+ * instruction after LLWPCB, and the copy of the LWPCB's EventCounter2
+ * and 3 to u->out[0]), xs_seq_g2[] (SLWPCB in the middle of a block,
+ * copied to u->out[1]), xs_seq_g3[] (XSAVE to u->area, in the middle of
+ * a block that ends with a JMP), xs_seq_g4[] (XSAVE to the next area,
+ * the first instruction after that JMP; a JZ taken), then LLWPCB 0, INT
+ * USER_RET_VECTOR.  xs_flush_opt_user: the same with XSAVEOPT for the
+ * second XSAVE, tables xs_seq_h1-4[].
+ */
+void xs_flush_user(void *u);
+void xs_flush_opt_user(void *u);
+extern const struct xs_insn xs_seq_g1[], xs_seq_g1_end[];
+extern const struct xs_insn xs_seq_g2[], xs_seq_g2_end[];
+extern const struct xs_insn xs_seq_g3[], xs_seq_g3_end[];
+extern const struct xs_insn xs_seq_g4[], xs_seq_g4_end[];
+extern const struct xs_insn xs_seq_h1[], xs_seq_h1_end[];
+extern const struct xs_insn xs_seq_h2[], xs_seq_h2_end[];
+extern const struct xs_insn xs_seq_h3[], xs_seq_h3_end[];
+extern const struct xs_insn xs_seq_h4[], xs_seq_h4_end[];
 
 void test_xsave_lwp(void);
 #endif

@@ -87,6 +87,45 @@ run_insn_done:
     .align 16
 LWP32_SNIPPETS(EMIT_SNIPPET, EMIT_SNIPPET_IMM)
 
+/*
+ * flush32_seq, run by run_insn at CPL3 (lwp32.c, test_flush): EBX = the
+ * LWPCB, ESI = u32 out[4], EDI = two XSAVE areas 4 KiB apart, EDX:EAX =
+ * 1 << 62.  LLWPCB EBX, straight-line code with four flushes of the
+ * counters, LLWPCB 0.  The counts in lwp32.c come from this listing.
+ */
+    .globl flush32_seq
+flush32_seq:
+    llwpcb %ebx                 /* counted by neither LWP (row 39) */
+    slwpcb %ecx                 /* 1: the first instruction after it */
+    mov 0x8c(%ebx), %ecx        /* EventCounter2 */
+    mov %ecx, (%esi)
+    mov 0x94(%ebx), %ecx        /* EventCounter3 */
+    mov %ecx, 4(%esi)
+    .rept 10
+    nop
+    .endr
+    slwpcb %ecx                 /* 2: 15 instructions later */
+    mov 0x8c(%ebx), %ecx
+    mov %ecx, 8(%esi)
+    mov 0x94(%ebx), %ecx
+    mov %ecx, 12(%esi)
+    xsave (%edi)                /* 3: 5 instructions later */
+    .rept 3
+    nop
+    .endr
+    jmp 1f
+    ud2
+1:
+    xsave 4096(%edi)            /* 4: 5 instructions (one JMP) later */
+    nop
+    nop
+    xor %ecx, %ecx
+    jz 1f
+    ud2
+1:
+    llwpcb %ecx                 /* 5 (one JZ) later: flushes, then off */
+    jmp run_insn_done
+
 /* Virtual-8086 mode code: lwp32.c copies it below 1 MiB */
     .code16
     .globl vm86_code, vm86_code_end, vm86_pop_hlt, vm86_hlt, vm86_llwpcb

@@ -1040,6 +1040,84 @@ static void test_cpl3(void)
     report_prefix_pop();
 }
 
+/* ---- 8b: the counters a flush stores at CPL3 (5.2, 7.3; choice 54) ---- */
+
+#define FLUSH_OUT           0x2f000
+#define FLUSH_AREA          0x30000     /* two 4 KiB XSAVE areas */
+
+static void user_flush(void *arg)
+{
+    struct insn_regs r;
+
+    init_regs(&r, USER_DS);
+    r.ebx = lin(at(CB0));
+    r.esi = lin(at(FLUSH_OUT));
+    r.edi = lin(at(FLUSH_AREA));
+    r.edx = BIT(30);
+    *(int *)arg = run_insn(flush32_seq, &r);
+}
+
+/* EventCounter @id in the XSAVE area at @off (Figure 7-1: bytes 64-87) */
+static u32 area_counter(u32 off, unsigned id)
+{
+    return *(u32 *)at(off + 0x340 + 64 + 4 * (id - 1));
+}
+
+/*
+ * flush32_seq with IRE and BRE counters 1000 (interval 1000): each flush
+ * stores the counters after the instructions before it, its own not
+ * counted; LLWPCB is counted by neither LWP
+ */
+static void test_flush(void)
+{
+    u64 cfg = LWP_VAL | LWP_IRE | LWP_BRE | LWP_CFG_COREID(CORE_ID);
+    static const u32 ire[5] = { 1000, 985, 980, 975, 970 };
+    static const u32 bre[5] = { 1000, 1000, 1000, 999, 998 };
+    u32 got[5][2];
+    struct lwpcb *cb;
+    const u32 *out = (const u32 *)at(FLUSH_OUT);
+    int ret, vec = -1, k;
+    bool ok;
+
+    report_prefix_push("CPL3 flush");
+    if ((cpuid(LWP_LEAF).d & (LWP_IRE | LWP_BRE)) != (LWP_IRE | LWP_BRE) ||
+        wrmsr_safe(MSR_LWP_CFG, cfg)) {
+        report_skip("IRE and BRE not available");
+        report_prefix_pop();
+        return;
+    }
+    cb = put_lwpcb(lin(at(CB0)), lin(at(RING0)), LWP_IRE | LWP_BRE);
+    for (k = EVENT_IRE; k <= EVENT_BRE; k++) {
+        cb->event[k - 1].interval = 1000;
+        cb->event[k - 1].counter = 1000;
+    }
+    memset(at(RING0), 0, ring_size);
+    memset(at(FLUSH_OUT), 0xee, 16);
+    memset(at(FLUSH_AREA), 0, 8192);
+    ret = run_in_user(user_flush, &vec);
+    for (k = 0; k < 2; k++) {
+        got[k][0] = out[2 * k];
+        got[k][1] = out[2 * k + 1];
+        got[k + 2][0] = area_counter(FLUSH_AREA + 4096 * k, EVENT_IRE);
+        got[k + 2][1] = area_counter(FLUSH_AREA + 4096 * k, EVENT_BRE);
+    }
+    got[4][0] = cb->event[EVENT_IRE - 1].counter;
+    got[4][1] = cb->event[EVENT_BRE - 1].counter;
+    ok = !ret && !vec && cb->head == 0;
+    for (k = 0; k < 5; k++) {
+        ok = ok && got[k][0] == ire[k] && got[k][1] == bre[k];
+    }
+    report(ok, "IRE, BRE counters 1000: SLWPCB first after LLWPCB stores "
+           "1000, 1000; SLWPCB 15 instructions later 985, 1000; XSAVE 5 "
+           "later 980, 1000; XSAVE after a JMP 975, 999; LLWPCB 0 970, 998, "
+           "no record (got return %x, vector %d, %u %u, %u %u, %u %u, "
+           "%u %u, %u %u, head %u)", ret, vec, got[0][0], got[0][1],
+           got[1][0], got[1][1], got[2][0], got[2][1], got[3][0], got[3][1],
+           got[4][0], got[4][1], cb->head);
+    wrmsr(MSR_LWP_CFG, LWP_VAL | LWP_CFG_COREID(CORE_ID));
+    report_prefix_pop();
+}
+
 /* ---- 9: XSAVE and XRSTOR of the LWP state (spec 7) ---- */
 
 #define XSAVE_LWP_OFF       0x340               /* CPUID 0xD.62 EBX */
@@ -1355,6 +1433,7 @@ int main(u32 magic, u32 mbi)
         report_prefix_pop();
         test_vm86();
         test_cpl3();
+        test_flush();
         test_xsave();
         test_paging();
     }

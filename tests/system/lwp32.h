@@ -144,6 +144,8 @@ struct insn_regs {
  * CPL0 and CPL3.
  */
 int run_insn(const u8 *insn, struct insn_regs *r);
+/* lwp32-insns.S: the straight-line code of test_flush */
+extern const u8 flush32_seq[];
 
 #define DECLARE_SNIPPET(name, ...) \
     extern const u8 name[];

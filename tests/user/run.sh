@@ -73,7 +73,7 @@ expect "Opteron_G4 without lwp" "Opteron_G4" \
 # region) counts as one more failure.
 PCFLAGS=(-O1 -g -Wall -Wextra -Werror -static -mlwp -pthread -I"$top/include")
 progs=(xop-encoding lwp-insns lwp-faults lwp-threads lwp-ire lwp-int lwp-exits
-       lwp-sigabi)
+       lwp-sigabi lwp-flush)
 built=()
 for p in "${progs[@]}"; do
     if gcc "${PCFLAGS[@]}" -o "$out/$p" "$here/$p.c"; then
@@ -172,6 +172,14 @@ if [ "${LWP_EVENTS_TESTS:-1}" = 1 ]; then
 fi
 has lwp-threads && run_prog lwp-threads "lwp-threads max,+lwp" \
     "$qemu" -cpu max,+lwp "$out/lwp-threads"
+
+# the counters that SLWPCB, XSAVE, XSAVEOPT and LLWPCB store in the middle
+# of straight-line code are those after the instructions before them
+# (choice 53), against a model of the code's table
+for cpu in max,+lwp Opteron_G4,+lwp; do
+    has lwp-flush && run_prog lwp-flush "lwp-flush $cpu" \
+        "$qemu" -cpu "$cpu" "$out/lwp-flush"
+done
 
 # a signal reaches a thread spinning in counted code (patch 0025's
 # exit-request restore); a lost exit shows as late signals
