@@ -280,6 +280,70 @@ bool lwp_xsave(const LwpState *s, uint8_t *area);
 bool lwp_xrstor(LwpState *s, const LwpContext *ctx, const uint8_t *area);
 
 /*
+ * The data cache model behind the DCache Miss event (spec 2.4; the model
+ * is specified in docs/cache-model.md, which is precise enough to
+ * reimplement it).  A deterministic hierarchy of up to three
+ * set-associative, true-LRU, non-inclusive caches in front of DRAM, one
+ * instance per vCPU.  Only the loads the glue passes touch it.
+ */
+#define LWP_CACHE_MAX_LEVELS 3
+
+/* Where the data of a load came from (LwpCacheResult.level) */
+#define LWP_CACHE_L1 1
+#define LWP_CACHE_L2 2
+#define LWP_CACHE_L3 3
+#define LWP_CACHE_DRAM 4 /* whatever the number of cache levels */
+
+typedef struct LwpCacheLevelConfig {
+    uint32_t size;      /* bytes: sets * ways * line_size, sets a power of 2 */
+    uint32_t ways;      /* 1..64 */
+    uint32_t line_size; /* bytes: power of 2, 16..4096, >= the level above */
+    uint32_t latency;   /* cycles of a load whose data this level supplies */
+} LwpCacheLevelConfig;
+
+typedef struct LwpCacheConfig {
+    uint32_t levels; /* 1..LWP_CACHE_MAX_LEVELS; level[0] is L1 */
+    uint32_t dram_latency;
+    LwpCacheLevelConfig level[LWP_CACHE_MAX_LEVELS];
+} LwpCacheConfig;
+
+/* The outcome of one load */
+typedef struct LwpCacheResult {
+    uint64_t addr;    /* the lowest address that missed L1; a hit: the load's */
+    uint32_t latency; /* cycles, of the level below */
+    uint8_t level;    /* LWP_CACHE_*: supplied the L1 line of addr */
+    uint8_t misses;   /* L1 lines of the load that missed (2: line-crossing) */
+} LwpCacheResult;
+
+typedef struct LwpCache LwpCache;
+
+/* The Family 15h defaults (docs/cache-model.md, "Default configuration") */
+void lwp_cache_default_config(LwpCacheConfig *cfg);
+bool lwp_cache_config_valid(const LwpCacheConfig *cfg);
+/* An empty model; NULL when @cfg is not valid or memory runs out */
+LwpCache *lwp_cache_new(const LwpCacheConfig *cfg);
+void lwp_cache_free(LwpCache *c);
+/*
+ * A new geometry, empty.  False (and the model unchanged) when @cfg is
+ * not valid or memory runs out.
+ */
+bool lwp_cache_configure(LwpCache *c, const LwpCacheConfig *cfg);
+/*
+ * A load of @size bytes (0 counts as 1) at @addr, linear or physical as
+ * the glue chooses: fills *@res and returns whether it missed L1, i.e.
+ * whether it is a DCache miss (a line-crossing load is one miss however
+ * many of its lines missed, spec 2.4).
+ */
+bool lwp_cache_load(LwpCache *c, uint64_t addr, uint32_t size,
+                    LwpCacheResult *res);
+/* Every level empty: RESET, INVD, WBINVD */
+void lwp_cache_flush(LwpCache *c);
+/* The line holding @addr leaves every level: CLFLUSH, CLFLUSHOPT */
+void lwp_cache_flush_line(LwpCache *c, uint64_t addr);
+/* SRC of a DCache Miss record (Figure 2-5, LWP_DME_SRC_*) for a level */
+unsigned lwp_cache_dme_source(unsigned level);
+
+/*
  * Disassembly of LLWPCB, SLWPCB, LWPINS and LWPVAL (spec 5.1-5.4) for
  * QEMU's "-d in_asm", where the capstone library does not know them.
  *
