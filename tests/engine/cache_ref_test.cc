@@ -1,0 +1,269 @@
+// The data cache model against its independent reimplementation
+// (docs/cache-model.md, "Tests"): deterministic pseudo-random access
+// streams go through the engine's model, every operation and result is
+// written to a stream file, and tests/engine/cache_model_ref.py, written
+// from the document alone, recomputes and compares every result.
+//
+// SPDX-License-Identifier: GPL-2.0-or-later
+
+#include <gtest/gtest.h>
+
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <unistd.h>
+
+#include "lwp-engine.h"
+
+namespace
+{
+
+// splitmix64, as in the engine's randomisation (choice 18)
+struct Rng {
+    uint64_t state;
+    uint64_t next()
+    {
+        uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+        return z ^ (z >> 31);
+    }
+    uint64_t below(uint64_t n)
+    {
+        return next() % n;
+    }
+};
+
+struct Counts {
+    uint64_t loads = 0, crossing_misses = 0, flushes = 0, flushlines = 0;
+    uint64_t level[LWP_CACHE_DRAM + 1] = {};
+};
+
+// Runs the model over a generated stream and writes it to @out
+class StreamWriter
+{
+  public:
+    StreamWriter(const LwpCacheConfig &cfg, FILE *out, uint64_t seed)
+        : cfg_(cfg), out_(out), rng_{seed}
+    {
+        cache_ = lwp_cache_new(&cfg);
+        std::fprintf(out_, "config %x %x", cfg.levels, cfg.dram_latency);
+        for (unsigned i = 0; i < cfg.levels; i++) {
+            const LwpCacheLevelConfig &l = cfg.level[i];
+            std::fprintf(out_, " %x %x %x %x", l.size, l.ways, l.line_size,
+                         l.latency);
+        }
+        std::fprintf(out_, "\n");
+    }
+    ~StreamWriter()
+    {
+        lwp_cache_free(cache_);
+    }
+    bool ok() const
+    {
+        return cache_ != nullptr;
+    }
+
+    void load(uint64_t addr, uint32_t size)
+    {
+        LwpCacheResult r;
+        bool miss = lwp_cache_load(cache_, addr, size, &r);
+        std::fprintf(out_, "load %" PRIx64 " %x -> %x %x %x %" PRIx64 " %x\n",
+                     addr, size, miss, r.level, r.latency, r.addr, r.misses);
+        counts.loads++;
+        counts.level[r.level < LWP_CACHE_DRAM ? r.level : LWP_CACHE_DRAM]++;
+        counts.crossing_misses += r.misses > 1;
+        last_ = addr;
+    }
+
+    // One burst of a pattern; returns after about @budget loads at most
+    void burst(uint64_t budget)
+    {
+        uint32_t l1 = cfg_.level[0].line_size;
+        uint64_t cap[4] = {};
+        for (unsigned i = 0; i < cfg_.levels; i++) {
+            cap[i] = cfg_.level[i].size;
+        }
+        uint64_t biggest = cap[cfg_.levels - 1];
+        // Regions around each level's capacity
+        uint64_t sizes[] = {cap[0] / 2, cap[0] * 2,     cap[1] ? cap[1] / 2 : 64,
+                            cap[1] * 2, cap[2] ? cap[2] / 2 : 64,
+                            biggest * 2};
+        uint64_t region = sizes[rng_.below(6)];
+        region = region < 64 ? 64 : region;
+        static const uint64_t bases[] = {0x10000, 0x7f1234560000ull,
+                                         0xffffffff00000000ull};
+        uint64_t base = bases[rng_.below(3)];
+        uint64_t strides[] = {1,      4,          8,
+                              16,     24,         48,
+                              l1,     l1 + 8,     4096,
+                              cap[0] / cfg_.level[0].ways};
+        uint64_t n;
+        switch (rng_.below(6)) {
+        case 0: // a walk with one stride
+        case 1: {
+            uint64_t stride = strides[rng_.below(10)];
+            n = region / stride;
+            n = n < budget ? n : budget;
+            uint64_t off = rng_.below(l1);
+            for (uint64_t i = 0; i < n; i++) {
+                load(base + (off + i * stride) % region, size());
+            }
+            break;
+        }
+        case 2: // random loads in the region
+        case 3:
+            n = rng_.below(budget) + 1;
+            for (uint64_t i = 0; i < n; i++) {
+                load(base + rng_.below(region), size());
+            }
+            break;
+        case 4: // a few hot addresses, line-crossing ones among them
+            n = rng_.below(budget < 64 ? budget : 64) + 1;
+            for (uint64_t i = 0; i < n; i++) {
+                load(base + rng_.below(8) * l1 - rng_.below(8), size());
+            }
+            break;
+        default: // the top of the address space: loads cut off at 2^64-1
+            n = rng_.below(8) + 1;
+            for (uint64_t i = 0; i < n; i++) {
+                load(~uint64_t{0} - rng_.below(2 * l1), size());
+            }
+            break;
+        }
+        if (rng_.below(100) < 10) {
+            std::fprintf(out_, "flushline %" PRIx64 "\n", last_);
+            lwp_cache_flush_line(cache_, last_);
+            counts.flushlines++;
+        }
+        if (rng_.below(1000) < 5) {
+            std::fprintf(out_, "flush\n");
+            lwp_cache_flush(cache_);
+            counts.flushes++;
+        }
+    }
+
+    Counts counts;
+
+  private:
+    uint32_t size()
+    {
+        static const uint32_t common[] = {1, 2, 4, 8, 16};
+        return rng_.below(2) ? common[rng_.below(5)]
+                             : static_cast<uint32_t>(rng_.below(16) + 1);
+    }
+
+    LwpCacheConfig cfg_;
+    FILE *out_;
+    Rng rng_;
+    LwpCache *cache_;
+    uint64_t last_ = 0;
+};
+
+LwpCacheConfig toy(uint32_t levels, uint32_t dram,
+                   std::initializer_list<LwpCacheLevelConfig> l)
+{
+    LwpCacheConfig cfg{};
+    cfg.levels = levels;
+    cfg.dram_latency = dram;
+    unsigned i = 0;
+    for (const LwpCacheLevelConfig &x : l) {
+        cfg.level[i++] = x;
+    }
+    return cfg;
+}
+
+struct RefCase {
+    const char *name;
+    LwpCacheConfig cfg;
+    uint64_t loads;
+    uint64_t burst;
+};
+
+void PrintTo(const RefCase &c, std::ostream *os)
+{
+    *os << c.name;
+}
+
+class CacheReference : public ::testing::TestWithParam<RefCase>
+{
+};
+
+TEST_P(CacheReference, EveryResultMatchesThePythonModel)
+{
+    const RefCase &c = GetParam();
+    std::string path = ::testing::TempDir() + "lwp-cache-" + c.name + "-" +
+                       std::to_string(getpid()) + ".stream";
+    FILE *out = std::fopen(path.c_str(), "w");
+    ASSERT_NE(out, nullptr) << path;
+    Counts counts;
+    {
+        StreamWriter w(c.cfg, out, 0x4c5750 + c.loads);
+        ASSERT_TRUE(w.ok());
+        while (w.counts.loads < c.loads) {
+            w.burst(c.burst);
+        }
+        counts = w.counts;
+    }
+    ASSERT_EQ(std::fclose(out), 0);
+
+    // The stream exercises what it is meant to: every level supplies data,
+    // loads miss in two lines, flushes happen
+    for (unsigned lv = LWP_CACHE_L1; lv <= LWP_CACHE_DRAM; lv++) {
+        if (lv == LWP_CACHE_DRAM || lv <= c.cfg.levels) {
+            EXPECT_GE(counts.level[lv], counts.loads / 100)
+                << "level " << lv << " supplies too few loads";
+        }
+    }
+    EXPECT_GT(counts.crossing_misses, 0u);
+    EXPECT_GT(counts.flushlines, 0u);
+
+    std::string cmd = std::string(LWP_PYTHON3) + " " + LWP_CACHE_REF_PY + " " +
+                      path + " 2>&1";
+    FILE *p = popen(cmd.c_str(), "r");
+    ASSERT_NE(p, nullptr);
+    std::string output;
+    char buf[512];
+    while (std::fgets(buf, sizeof buf, p)) {
+        output += buf;
+    }
+    int status = pclose(p);
+    EXPECT_EQ(status, 0) << cmd << "\n" << output;
+    EXPECT_NE(output.find(" 0 mismatches"), std::string::npos) << output;
+    // LWP_CACHE_KEEP_STREAM=1 keeps the file (to run the Python by hand)
+    if (status == 0 && !HasFailure() && !std::getenv("LWP_CACHE_KEEP_STREAM")) {
+        std::remove(path.c_str());
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Streams, CacheReference,
+    ::testing::Values(
+        // Direct-mapped L1 with 16-byte lines: line-crossing loads often
+        // evict their own first line
+        RefCase{"toy3_direct_l1",
+                toy(3, 100,
+                    {{256, 1, 16, 3}, {1024, 2, 32, 11}, {4096, 4, 64, 35}}),
+                60000, 300},
+        // A fully associative L3 (one set of 64 ways)
+        RefCase{"toy3_full_l3",
+                toy(3, 150,
+                    {{512, 4, 16, 2}, {2048, 2, 32, 9}, {4096, 64, 64, 40}}),
+                60000, 300},
+        RefCase{"toy2",
+                toy(2, 77, {{1024, 2, 32, 5}, {4096, 1, 32, 17}}), 40000,
+                300},
+        RefCase{"toy1", toy(1, 60, {{512, 8, 64, 1}}), 20000, 300},
+        RefCase{"default",
+                [] {
+                    LwpCacheConfig cfg;
+                    lwp_cache_default_config(&cfg);
+                    return cfg;
+                }(),
+                400000, 70000}),
+    [](const ::testing::TestParamInfo<RefCase> &info) {
+        return std::string(info.param.name);
+    });
+
+} // namespace
