@@ -64,7 +64,8 @@ class CacheLevel
     uint32_t latency_ = 0;
 };
 
-// The hierarchy: levels looked up in order, then DRAM ("Lookup and fill")
+// The hierarchy: levels looked up in order, then DRAM ("Lookup and fill").
+// configure() must succeed before any other call.
 class CacheModel
 {
   public:
