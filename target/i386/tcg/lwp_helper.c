@@ -18,6 +18,8 @@
 #include "exec/exec-all.h"
 #include "exec/cpu_ldst.h"
 #include "exec/helper-proto.h"
+#include "tcg/insn-start-words.h"
+#include "tcg/tcg.h"
 #include "helper-tcg.h"
 #ifndef CONFIG_USER_ONLY
 #include "qemu/main-loop.h"
@@ -308,13 +310,13 @@ static void lwp_add(LwpState *s, uint32_t ev, int32_t insns, int32_t clocks)
  * @n instructions of a TB translated with @tb_flags and @clk, the first
  * at @eip, were counted at its start but did not retire, nor did the near
  * branch of kind @branch_kind (LWP_BRANCH_*, or -1) that ends the TB:
- * give back their counts, if the LWP that counted them is still the one
- * enabled (choice 39).  @bre: the TB counted the branch for Branches
- * Retired at its start too.
+ * give back their counts (@sign 1), or take them again (@sign -1), if the
+ * LWP that counted them is still the one enabled (choice 39).  @bre: the
+ * TB counted the branch for Branches Retired at its start too.
  */
-static void lwp_unretire_at(CPUX86State *env, uint32_t tb_flags,
-                            uint32_t clk, target_ulong eip, uint32_t n,
-                            int branch_kind, bool bre)
+static void lwp_recount_at(CPUX86State *env, uint32_t tb_flags,
+                           uint32_t clk, target_ulong eip, uint32_t n,
+                           int branch_kind, bool bre, int32_t sign)
 {
     LwpState *s = &env->lwp;
     uint32_t ev = lwp_tb_events(tb_flags, clk) & s->flags;
@@ -324,10 +326,19 @@ static void lwp_unretire_at(CPUX86State *env, uint32_t tb_flags,
     if (!s->cb_addr || (!ev && !bre) || !lwp_eligible_in(env, tb_flags, eip)) {
         return;
     }
-    lwp_add(s, ev, n, n + (branch_kind >= 0));
+    lwp_add(s, ev, sign * (int32_t)n,
+            sign * (int32_t)(n + (branch_kind >= 0)));
     if (bre) {
-        s->counter[LWP_EVENT_ID_BRE] += env->lwp_bre_counts[branch_kind];
+        s->counter[LWP_EVENT_ID_BRE] +=
+            sign * env->lwp_bre_counts[branch_kind];
     }
+}
+
+static void lwp_unretire_at(CPUX86State *env, uint32_t tb_flags,
+                            uint32_t clk, target_ulong eip, uint32_t n,
+                            int branch_kind, bool bre)
+{
+    lwp_recount_at(env, tb_flags, clk, eip, n, branch_kind, bre, 1);
 }
 
 /* ... of the current TB, the first at env->eip: an exception unwound it */
@@ -336,6 +347,48 @@ void lwp_x86_unretire(CPUX86State *env, const TranslationBlock *tb,
 {
     lwp_unretire_at(env, tb->flags, tb->cs_base >> LWP_TB_CS_SHIFT, env->eip,
                     n, branch_kind, !(tb_cflags(tb) & CF_COUNT_MASK));
+}
+
+/*
+ * A helper called at @ra from a CPL 3 TB is about to write the counters
+ * to memory (SLWPCB, XSAVE, XSAVEOPT: they do not end their TB), after
+ * lwp_x86_commit.  The TB's start counted the helper's instruction, those
+ * after it and the branch that ends the TB, none of which has retired:
+ * give their counts back (@sign 1) so that the counters are those after
+ * the instructions retired so far (spec 2.2, 2.3, 5.2, 7.3; choice 54),
+ * and take them again (@sign -1) once the counters are written, before
+ * anything can raise an exception (which would give them back again).
+ * Found as an exception finds them (x86_restore_state_to_opc): nothing
+ * in the TB's code pays for it.
+ */
+void lwp_x86_flush_recount(CPUX86State *env, uintptr_t ra, int32_t sign)
+{
+    TranslationBlock *tb;
+    uint64_t data[TARGET_INSN_START_WORDS];
+    uint64_t pc, cs_base;
+    target_ulong eip;
+    uint32_t index;
+    int kind;
+
+    if (!ra || !env->lwp.cb_addr) {
+        return;
+    }
+    tb = tcg_tb_lookup(ra);
+    if (!tb || (tb->flags & HF_CPL_MASK) != 3 ||
+        !cpu_unwind_state_data(env_cpu(env), ra, data)) {
+        return;
+    }
+    cs_base = x86_tb_cs_base(tb->cs_base);
+    pc = data[0];
+    if (tb_cflags(tb) & CF_PCREL) {
+        pc |= (env->eip + cs_base) & TARGET_PAGE_MASK;
+    }
+    eip = (tb->flags & HF_CS64_MASK) ? pc : (uint32_t)(pc - cs_base);
+    index = extract64(data[2], 0, LWP_UNWIND_BRANCH_SHIFT);
+    kind = (int)(data[2] >> LWP_UNWIND_BRANCH_SHIFT) - 1;
+    lwp_recount_at(env, tb->flags, tb->cs_base >> LWP_TB_CS_SHIFT, eip,
+                   tb->icount - index, kind, !(tb_cflags(tb) & CF_COUNT_MASK),
+                   sign);
 }
 
 /*
@@ -773,10 +826,15 @@ target_ulong helper_slwpcb(CPUX86State *env)
     LwpGlue g;
     LwpMem mem;
     LwpResult res;
+    LwpStatus st;
     uint64_t ea;
 
     lwp_begin(env, &ctx, &g, &mem, GETPC());
-    lwp_finish(&g, lwp_slwpcb(&env->lwp, &ctx, &mem, &ea, &res), &res);
+    /* the counters after the instructions before this one (choice 54) */
+    lwp_x86_flush_recount(env, g.ra, 1);
+    st = lwp_slwpcb(&env->lwp, &ctx, &mem, &ea, &res);
+    lwp_x86_flush_recount(env, g.ra, -1);
+    lwp_finish(&g, st, &res);
     return ea;
 }
 
