@@ -1,0 +1,71 @@
+/*
+ * lwp-prof: the record file (docs/lwp-prof.md, "The record file")
+ *
+ * Shared by the preload library (C, runs inside the profiled program) and
+ * the lwp-prof tool (C++).  Every number is little-endian.
+ *
+ *   file   = header chunk*
+ *   header = magic[8] "LWPPROF\0", u32 version (1), u32 header size (16)
+ *   chunk  = u32 type, u32 size, payload[size], zero padding to 8 bytes
+ *
+ * lwp-prof record writes the header and, after the program has ended,
+ * the END chunk; the preload library appends everything in between with
+ * O_APPEND, one write per chunk, from every thread.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#ifndef LWP_PROF_FORMAT_H
+#define LWP_PROF_FORMAT_H
+
+#include <stdint.h>
+
+#define LWPPROF_MAGIC           "LWPPROF"   /* 8 bytes with its NUL */
+#define LWPPROF_VERSION         1
+#define LWPPROF_HEADER_SIZE     16
+#define LWPPROF_CHUNK_HEADER    8
+#define LWPPROF_CHUNK_MAX       (256u << 20)
+
+enum {
+    /* text, "key=value" lines: the settings as LLWPCB wrote them back */
+    LWPPROF_INFO = 1,
+    /* text: the program's /proc/self/maps (at start, after each dlopen,
+     * at exit) */
+    LWPPROF_MAPS = 2,
+    /* u32 tid, u32 count, count records of 32 bytes (spec Figure 2-1) */
+    LWPPROF_RECORDS = 3,
+    /* struct lwpprof_thread */
+    LWPPROF_THREAD = 4,
+    /* text, one line: something lwp-prof detected ("sigio: ...") */
+    LWPPROF_NOTE = 5,
+    /* struct lwpprof_exit: the preload library's destructor ran */
+    LWPPROF_EXIT = 6,
+    /* struct lwpprof_end: written by lwp-prof record, always last */
+    LWPPROF_END = 7,
+};
+
+#define LWPPROF_THREAD_START    1
+#define LWPPROF_THREAD_STOP     2
+
+struct lwpprof_thread {
+    uint32_t tid;
+    uint32_t kind;          /* LWPPROF_THREAD_START or _STOP */
+    uint64_t missed;        /* STOP: LWPCB.MissedEvents */
+    uint64_t records;       /* STOP: records this thread wrote */
+};
+
+struct lwpprof_exit {
+    uint32_t tid;           /* the thread that ran exit() */
+    uint32_t threads;       /* threads still profiled at exit */
+    uint64_t records;       /* records written by every thread */
+};
+
+#define LWPPROF_END_EXITED      1   /* code: exit status */
+#define LWPPROF_END_SIGNALED    2   /* code: signal number */
+
+struct lwpprof_end {
+    uint32_t how;           /* LWPPROF_END_* */
+    int32_t code;
+};
+
+#endif /* LWP_PROF_FORMAT_H */

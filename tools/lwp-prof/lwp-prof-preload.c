@@ -1,0 +1,683 @@
+/*
+ * lwp-prof-preload.so: the recorder that runs inside the profiled program
+ *
+ * Loaded by `lwp-prof record` with LD_PRELOAD (docs/lwp-prof.md).  It
+ * enables LWP in every thread of an unmodified, dynamically linked
+ * program and appends what LWP stores to the record file:
+ *
+ * - The main thread is enabled by the constructor.  LWP is per thread and
+ *   a new thread starts with LWP disabled (docs/linux.md, "The LWP ABI"),
+ *   so pthread_create is interposed: the new thread runs a start routine
+ *   that gives it its own LWPCB and ring before the program's.
+ * - Each thread's ring is drained by the threshold signal, SIGIO with
+ *   si_code POLL_IN and si_fd -1, which goes to the thread whose record
+ *   crossed the threshold.  The handler runs with LWP disabled and
+ *   BufferHeadOffset current: it writes the records between the tail and
+ *   the head to the file in one write and moves the tail.
+ * - A thread that ends (a TSD destructor) and the thread that runs exit()
+ *   (the library's destructor) execute LLWPCB 0, which flushes the head,
+ *   and drain what is left.
+ * - sigaction and signal are interposed: a program that installs its own
+ *   SIGIO handler is reported (stderr and a NOTE chunk); lwp-prof keeps
+ *   the signal and forwards to the program's handler every SIGIO that is
+ *   not LWP's.  A program that loads its own LWPCB is reported when its
+ *   thread ends (SLWPCB no longer returns ours).
+ *
+ * Environment (set by lwp-prof record): LWP_PROF_OUT, the record file;
+ * LWP_PROF_EVENTS, "ire:N,bre:N,..."; LWP_PROF_RING_KB and
+ * LWP_PROF_THRESHOLD_KB.  Without LWP_PROF_OUT the library does nothing;
+ * the constructor removes it, so programs the profiled one starts are not
+ * profiled into the same file.  A failure to set up LWP in the main thread
+ * ends the program with status 125 and a message.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#define _GNU_SOURCE
+#include <cpuid.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
+#include <x86intrin.h>
+
+#include "lwp/lwp-arch.h"
+#include "lwp-prof-format.h"
+
+#define TLS __attribute__((tls_model("initial-exec")))
+
+static const char *const event_names[LWP_NUM_EVENTS + 1] = {
+    NULL, "val", "ire", "bre", "dme", "cnh", "rnh",
+};
+
+struct thr {
+    uint8_t *cb;
+    uint8_t *ring;
+    uint32_t tid;
+    uint64_t records;
+    int active;
+};
+
+static struct {
+    int fd;                 /* the record file, O_APPEND; -1: off */
+    uint32_t want;          /* LWPCB.Flags asked for */
+    uint32_t interval[LWP_NUM_EVENTS + 1];
+    uint32_t ring_size;
+    uint32_t threshold;
+    uint32_t event_offset;
+    pthread_key_t key;
+    int threads;            /* threads profiled now */
+    uint64_t records;       /* records of every thread */
+    int sigio_noted;
+    struct sigaction prog_sigio;    /* the program's SIGIO disposition */
+    int (*real_sigaction)(int, const struct sigaction *, struct sigaction *);
+    int (*real_pthread_create)(pthread_t *, const pthread_attr_t *,
+                               void *(*)(void *), void *);
+    void *(*real_dlopen)(const char *, int);
+} g = { .fd = -1 };
+
+static __thread struct thr *self TLS;
+
+static uint32_t gettid_(void)
+{
+    return (uint32_t)syscall(SYS_gettid);
+}
+
+static void fail(const char *msg)
+{
+    fprintf(stderr, "lwp-prof: %s\n", msg);
+    _exit(125);
+}
+
+static uint32_t cb_read32(struct thr *t, uint32_t off)
+{
+    return __atomic_load_n((uint32_t *)(t->cb + off), __ATOMIC_ACQUIRE);
+}
+
+static uint64_t cb_read64(struct thr *t, uint32_t off)
+{
+    return __atomic_load_n((uint64_t *)(t->cb + off), __ATOMIC_ACQUIRE);
+}
+
+static void cb_write32(struct thr *t, uint32_t off, uint32_t v)
+{
+    __atomic_store_n((uint32_t *)(t->cb + off), v, __ATOMIC_RELEASE);
+}
+
+static void cb_write64(struct thr *t, uint32_t off, uint64_t v)
+{
+    __atomic_store_n((uint64_t *)(t->cb + off), v, __ATOMIC_RELEASE);
+}
+
+static void llwpcb(void *cb)
+{
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    __llwpcb(cb);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+}
+
+static void *slwpcb(void)
+{
+    void *p;
+
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    p = __slwpcb();
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    return p;
+}
+
+/* One chunk in one write (async-signal-safe; O_APPEND keeps it whole) */
+static void put_chunk(uint32_t type, const struct iovec *parts, int n)
+{
+    static const uint8_t zero[8];
+    struct iovec iov[6];
+    uint32_t hdr[2] = { type, 0 };
+    size_t size = 0;
+    int i;
+
+    if (g.fd < 0 || n > 4) {
+        return;
+    }
+    iov[0].iov_base = hdr;
+    iov[0].iov_len = sizeof(hdr);
+    for (i = 0; i < n; i++) {
+        iov[i + 1] = parts[i];
+        size += parts[i].iov_len;
+    }
+    hdr[1] = (uint32_t)size;
+    iov[n + 1].iov_base = (void *)zero;
+    iov[n + 1].iov_len = (8 - size % 8) % 8;
+    if (writev(g.fd, iov, n + 2) < 0) {
+        /* nothing to do: lwp-prof record checks the file */
+    }
+}
+
+static void put_text(uint32_t type, const char *text, size_t len)
+{
+    struct iovec v = { (void *)text, len };
+
+    put_chunk(type, &v, 1);
+}
+
+static void note(const char *fmt, ...)
+{
+    char line[512];
+    va_list ap;
+    int n;
+
+    va_start(ap, fmt);
+    n = vsnprintf(line, sizeof(line) - 1, fmt, ap);
+    va_end(ap);
+    if (n < 0) {
+        return;
+    }
+    if (n > (int)sizeof(line) - 2) {
+        n = sizeof(line) - 2;
+    }
+    put_text(LWPPROF_NOTE, line, n);
+    line[n] = '\n';
+    if (write(2, "lwp-prof: ", 10) < 0 || write(2, line, n + 1) < 0) {
+        /* stderr closed */
+    }
+}
+
+static void put_maps(void)
+{
+    char *buf = NULL;
+    size_t len = 0, cap = 0;
+    int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+    ssize_t r;
+
+    if (fd < 0) {
+        return;
+    }
+    for (;;) {
+        if (cap - len < 4096) {
+            char *nb = realloc(buf, cap ? cap * 2 : 65536);
+
+            if (!nb) {
+                break;
+            }
+            buf = nb;
+            cap = cap ? cap * 2 : 65536;
+        }
+        r = read(fd, buf + len, cap - len);
+        if (r <= 0) {
+            break;
+        }
+        len += r;
+    }
+    close(fd);
+    if (buf) {
+        put_text(LWPPROF_MAPS, buf, len);
+    }
+    free(buf);
+}
+
+/* Write the records in [tail, head) and move the tail to the head */
+static void drain(struct thr *t)
+{
+    uint32_t head = cb_read32(t, LWPCB_HEAD);
+    uint32_t tail = cb_read32(t, LWPCB_TAIL);
+    uint32_t hdr[2], n;
+    struct iovec v[3];
+    int parts = 1;
+
+    if (head >= g.ring_size || tail >= g.ring_size || head == tail) {
+        return;
+    }
+    hdr[0] = t->tid;
+    v[0].iov_base = hdr;
+    v[0].iov_len = sizeof(hdr);
+    if (head > tail) {
+        v[parts].iov_base = t->ring + tail;
+        v[parts++].iov_len = head - tail;
+    } else {
+        v[parts].iov_base = t->ring + tail;
+        v[parts++].iov_len = g.ring_size - tail;
+        if (head) {
+            v[parts].iov_base = t->ring;
+            v[parts++].iov_len = head;
+        }
+    }
+    n = (uint32_t)((v[1].iov_len + (parts > 2 ? v[2].iov_len : 0)) /
+                   LWP_EVENT_RECORD_SIZE);
+    hdr[1] = n;
+    put_chunk(LWPPROF_RECORDS, v, parts);
+    t->records += n;
+    __atomic_add_fetch(&g.records, n, __ATOMIC_RELAXED);
+    cb_write32(t, LWPCB_TAIL, head);
+}
+
+static void forward_sigio(int sig, siginfo_t *si, void *uc)
+{
+    struct sigaction *p = &g.prog_sigio;
+
+    if (p->sa_flags & SA_SIGINFO) {
+        if (p->sa_sigaction) {
+            p->sa_sigaction(sig, si, uc);
+        }
+    } else if (p->sa_handler != SIG_DFL && p->sa_handler != SIG_IGN) {
+        p->sa_handler(sig);
+    }
+}
+
+/*
+ * The threshold signal.  It runs with LWP disabled (SLWPCB returns 0), so
+ * the drain stores no records.  Any other SIGIO goes to the program's
+ * handler, if it has one.
+ */
+static void on_sigio(int sig, siginfo_t *si, void *uc)
+{
+    int saved = errno;
+    struct thr *t = self;
+
+    if (si && si->si_code == POLL_IN && si->si_fd == -1 && t && t->active) {
+        drain(t);
+    } else {
+        forward_sigio(sig, si, uc);
+    }
+    errno = saved;
+}
+
+/* Give the calling thread its LWPCB and ring: 0, or a reason */
+static const char *thread_start(struct thr *t)
+{
+    void *old = slwpcb();
+    struct lwpprof_thread rec = { 0 };
+    struct iovec v = { &rec, sizeof(rec) };
+    uint32_t flags;
+
+    t->tid = gettid_();
+    if (old) {
+        return "LWP is already enabled in this thread (SLWPCB is not 0)";
+    }
+    t->cb = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    t->ring = mmap(NULL, g.ring_size, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+    if (t->cb == MAP_FAILED || t->ring == MAP_FAILED) {
+        return "mmap of the LWPCB or the ring failed";
+    }
+    cb_write32(t, LWPCB_FLAGS, g.want);
+    cb_write32(t, LWPCB_BUFFER_SIZE, g.ring_size);
+    cb_write64(t, LWPCB_BUFFER_BASE, (uintptr_t)t->ring);
+    cb_write32(t, LWPCB_THRESHOLD, g.threshold);
+    for (int id = 1; id <= LWP_NUM_EVENTS; id++) {
+        if (g.want & (1u << id)) {
+            cb_write32(t, LWPCB_INTERVAL(g.event_offset, id), g.interval[id]);
+            cb_write32(t, LWPCB_COUNTER(g.event_offset, id), g.interval[id]);
+        }
+    }
+    llwpcb(t->cb);
+    if (slwpcb() != t->cb) {
+        return "LLWPCB did not enable LWP";
+    }
+    flags = cb_read32(t, LWPCB_FLAGS);
+    if (!(flags & LWP_FEAT_INT) || !(flags & LWP_FEAT_EVENTS_MASK)) {
+        llwpcb(NULL);
+        return "LLWPCB did not enable the events or the threshold interrupt";
+    }
+    t->active = 1;
+    __atomic_add_fetch(&g.threads, 1, __ATOMIC_RELAXED);
+    self = t;
+    pthread_setspecific(g.key, t);
+    rec.tid = t->tid;
+    rec.kind = LWPPROF_THREAD_START;
+    put_chunk(LWPPROF_THREAD, &v, 1);
+    return NULL;
+}
+
+/* Turn LWP off in the calling thread and write what is left */
+static void thread_stop(struct thr *t)
+{
+    struct lwpprof_thread rec = { 0 };
+    struct iovec v = { &rec, sizeof(rec) };
+    sigset_t io, old;
+    void *cur;
+
+    if (!t || !t->active) {
+        return;
+    }
+    sigemptyset(&io);
+    sigaddset(&io, SIGIO);
+    pthread_sigmask(SIG_BLOCK, &io, &old);
+    cur = slwpcb();
+    if (cur != t->cb) {
+        note("lwp-in-use: thread %u: the program changed the thread's LWPCB "
+             "(SLWPCB is %p, not lwp-prof's %p): its own use of LWP replaced "
+             "lwp-prof's, whose records stop there", t->tid, cur,
+             (void *)t->cb);
+    }
+    llwpcb(NULL);   /* flushes the head (and the program's LWPCB, if any) */
+    t->active = 0;
+    drain(t);
+    rec.tid = t->tid;
+    rec.kind = LWPPROF_THREAD_STOP;
+    rec.missed = cb_read64(t, LWPCB_MISSED);
+    rec.records = t->records;
+    put_chunk(LWPPROF_THREAD, &v, 1);
+    __atomic_sub_fetch(&g.threads, 1, __ATOMIC_RELAXED);
+    self = NULL;
+    munmap(t->ring, g.ring_size);
+    munmap(t->cb, 4096);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+static void key_destructor(void *p)
+{
+    thread_stop(p);
+    free(p);
+}
+
+struct start {
+    void *(*fn)(void *);
+    void *arg;
+};
+
+static void *thread_trampoline(void *p)
+{
+    struct start s = *(struct start *)p;
+    struct thr *t = calloc(1, sizeof(*t));
+    const char *why;
+
+    free(p);
+    if (t && g.fd >= 0) {
+        why = thread_start(t);
+        if (why) {
+            note("thread %u not profiled: %s", gettid_(), why);
+            free(t);
+        }
+    } else {
+        free(t);
+    }
+    return s.fn(s.arg);
+}
+
+int pthread_create(pthread_t *th, const pthread_attr_t *attr,
+                   void *(*fn)(void *), void *arg)
+{
+    struct start *s;
+
+    if (!g.real_pthread_create) {
+        *(void **)&g.real_pthread_create = dlsym(RTLD_NEXT, "pthread_create");
+        if (!g.real_pthread_create) {
+            return EAGAIN;
+        }
+    }
+    if (g.fd < 0 || !(s = malloc(sizeof(*s)))) {
+        return g.real_pthread_create(th, attr, fn, arg);
+    }
+    s->fn = fn;
+    s->arg = arg;
+    int r = g.real_pthread_create(th, attr, thread_trampoline, s);
+    if (r) {
+        free(s);
+    }
+    return r;
+}
+
+static int call_sigaction(int sig, const struct sigaction *act,
+                          struct sigaction *old)
+{
+    if (!g.real_sigaction) {
+        *(void **)&g.real_sigaction = dlsym(RTLD_NEXT, "sigaction");
+        if (!g.real_sigaction) {
+            errno = ENOSYS;
+            return -1;
+        }
+    }
+    return g.real_sigaction(sig, act, old);
+}
+
+int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+    if (sig != SIGIO || g.fd < 0) {
+        return call_sigaction(sig, act, old);
+    }
+    if (old) {
+        *old = g.prog_sigio;
+    }
+    if (act) {
+        int handler = (act->sa_flags & SA_SIGINFO) ||
+                      (act->sa_handler != SIG_DFL &&
+                       act->sa_handler != SIG_IGN);
+
+        g.prog_sigio = *act;
+        if (handler && !g.sigio_noted) {
+            g.sigio_noted = 1;
+            note("sigio: the program installs its own SIGIO handler; "
+                 "lwp-prof keeps SIGIO for LWP's threshold signal and "
+                 "forwards every other SIGIO to the program's handler "
+                 "(without its sa_mask and flags)");
+        }
+    }
+    return 0;
+}
+
+sighandler_t signal(int sig, sighandler_t h)
+{
+    struct sigaction sa, old;
+
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = h;
+    sa.sa_flags = SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(sig, &sa, &old)) {
+        return SIG_ERR;
+    }
+    return old.sa_handler;
+}
+
+void *dlopen(const char *file, int mode)
+{
+    void *h;
+
+    if (!g.real_dlopen) {
+        *(void **)&g.real_dlopen = dlsym(RTLD_NEXT, "dlopen");
+        if (!g.real_dlopen) {
+            return NULL;
+        }
+    }
+    h = g.real_dlopen(file, mode);
+    if (h && g.fd >= 0) {
+        put_maps();
+    }
+    return h;
+}
+
+static uint32_t env_number(const char *name, uint32_t dflt, uint32_t max)
+{
+    const char *s = getenv(name);
+    unsigned long v;
+    char junk;
+
+    if (!s || !*s) {
+        return dflt;
+    }
+    if (sscanf(s, "%lu%c", &v, &junk) != 1 || v > max) {
+        fprintf(stderr, "lwp-prof: %s=%s: not a number up to %u\n",
+                name, s, max);
+        _exit(125);
+    }
+    return (uint32_t)v;
+}
+
+/* "ire:N,bre:N": the events and their intervals */
+static void parse_events(const char *s)
+{
+    char *copy = strdup(s), *save = NULL, *tok;
+
+    if (!copy) {
+        fail("out of memory");
+    }
+    for (tok = strtok_r(copy, ",", &save); tok;
+         tok = strtok_r(NULL, ",", &save)) {
+        char *colon = strchr(tok, ':'), *end;
+        unsigned long v = 100000;
+        int id;
+
+        if (colon) {
+            *colon = 0;
+            errno = 0;
+            v = strtoul(colon + 1, &end, 0);
+            if (errno || *end || end == colon + 1 || v > LWPCB_INTERVAL_MAX) {
+                fail("LWP_PROF_EVENTS: an interval is not a number up to "
+                     "0x1ffffff");
+            }
+        }
+        for (id = 1; id <= LWP_NUM_EVENTS; id++) {
+            if (!strcmp(tok, event_names[id])) {
+                break;
+            }
+        }
+        if (id > LWP_NUM_EVENTS || id == LWP_EVENT_ID_VAL) {
+            fail("LWP_PROF_EVENTS: unknown event (ire, bre, dme, cnh, rnh)");
+        }
+        g.want |= 1u << id;
+        g.interval[id] = (uint32_t)v;
+    }
+    free(copy);
+}
+
+static void put_info(struct thr *t)
+{
+    char buf[4096], exe[1024];
+    int n = 0;
+    ssize_t len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    uint32_t flags = cb_read32(t, LWPCB_FLAGS);
+
+    exe[len > 0 ? len : 0] = 0;
+    n += snprintf(buf + n, sizeof(buf) - n, "pid=%d\nexe=%s\nflags=0x%x\n",
+                  (int)getpid(), exe, flags);
+    for (int id = 2; id <= LWP_NUM_EVENTS; id++) {
+        if (flags & (1u << id)) {
+            n += snprintf(buf + n, sizeof(buf) - n, "interval.%s=%u\n",
+                          event_names[id],
+                          cb_read32(t, LWPCB_INTERVAL(g.event_offset, id)));
+        }
+    }
+    n += snprintf(buf + n, sizeof(buf) - n,
+                  "ring_bytes=%u\nthreshold_bytes=%u\n",
+                  g.ring_size, g.threshold);
+    put_text(LWPPROF_INFO, buf, n);
+}
+
+static void child_after_fork(void)
+{
+    /* A new process starts with LWP disabled: it is not profiled */
+    if (g.fd >= 0) {
+        close(g.fd);
+    }
+    g.fd = -1;
+    self = NULL;
+}
+
+__attribute__((constructor))
+static void lwp_prof_start(void)
+{
+    const char *out = getenv("LWP_PROF_OUT");
+    const char *events = getenv("LWP_PROF_EVENTS");
+    uint32_t a, b, c, d, min_ring;
+    struct sigaction sa;
+    struct thr *t;
+    const char *why;
+
+    if (!out || !*out) {
+        return;
+    }
+    parse_events(events && *events ? events : "ire:100000");
+    g.ring_size = env_number("LWP_PROF_RING_KB", 1024, 65536) << 10;
+    g.threshold = env_number("LWP_PROF_THRESHOLD_KB", 512, 65536) << 10;
+
+    __cpuid(0x80000000, a, b, c, d);
+    if (a < LWP_CPUID_LEAF) {
+        fail("this CPU has no LWP (no CPUID leaf 8000_001C)");
+    }
+    __cpuid(0x80000001, a, b, c, d);
+    if (!((c >> LWP_CPUID_EXT3_BIT) & 1)) {
+        fail("this CPU has no LWP (CPUID 8000_0001 ECX[15] is 0)");
+    }
+    __cpuid(LWP_CPUID_LEAF, a, b, c, d);
+    if (!(a & LWP_FEAT_AVAIL)) {
+        fail("LWP is not available (CPUID 8000_001C EAX[0] is 0)");
+    }
+    if (!(a & LWP_FEAT_INT)) {
+        fail("LWP's threshold interrupt is not available");
+    }
+    if ((g.want & ~a) & LWP_FEAT_EVENTS_MASK) {
+        char msg[128];
+
+        snprintf(msg, sizeof(msg), "events not available here: LWP offers "
+                 "flags 0x%x, asked for 0x%x", a & LWP_FEAT_EVENTS_MASK,
+                 g.want);
+        fail(msg);
+    }
+    g.want |= LWP_FEAT_INT;
+    g.event_offset = (b >> LWP_CPUID_EBX_EVENTOFFSET_SHIFT) & 0xff;
+    min_ring = ((c & LWP_CAP_MIN_BUFFER_MASK) >> LWP_CAP_MIN_BUFFER_SHIFT) *
+               32 * LWP_EVENT_RECORD_SIZE;
+    if (g.ring_size < min_ring) {
+        g.ring_size = min_ring;
+    }
+    if (g.threshold >= g.ring_size) {
+        g.threshold = g.ring_size / 2;
+    }
+
+    g.fd = open(out, O_WRONLY | O_APPEND | O_CLOEXEC);
+    if (g.fd < 0) {
+        fprintf(stderr, "lwp-prof: %s: %s\n", out, strerror(errno));
+        _exit(125);
+    }
+    unsetenv("LWP_PROF_OUT");   /* programs it starts are not profiled */
+    if (pthread_key_create(&g.key, key_destructor)) {
+        fail("pthread_key_create failed");
+    }
+
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_sigaction = on_sigio;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    if (call_sigaction(SIGIO, &sa, NULL)) {
+        fail("sigaction(SIGIO) failed");
+    }
+
+    t = calloc(1, sizeof(*t));
+    if (!t) {
+        fail("out of memory");
+    }
+    why = thread_start(t);
+    if (why) {
+        fail(why);
+    }
+    put_info(t);
+    put_maps();
+    pthread_atfork(NULL, NULL, child_after_fork);
+}
+
+__attribute__((destructor))
+static void lwp_prof_stop(void)
+{
+    struct lwpprof_exit rec = { 0 };
+    struct iovec v = { &rec, sizeof(rec) };
+
+    if (g.fd < 0) {
+        return;
+    }
+    thread_stop(self);
+    put_maps();
+    rec.tid = gettid_();
+    rec.threads = __atomic_load_n(&g.threads, __ATOMIC_RELAXED);
+    rec.records = __atomic_load_n(&g.records, __ATOMIC_RELAXED);
+    put_chunk(LWPPROF_EXIT, &v, 1);
+}

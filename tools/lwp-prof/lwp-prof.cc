@@ -1,0 +1,1647 @@
+// lwp-prof: record a program with AMD LWP and report where its time goes
+//
+//   lwp-prof record [-e ire:N,bre:N,...] -o FILE -- PROGRAM ARGS...
+//   lwp-prof report [options] FILE
+//
+// docs/lwp-prof.md describes the commands, the record file and what works.
+//
+// SPDX-License-Identifier: GPL-2.0-or-later
+
+#include <algorithm>
+#include <cerrno>
+#include <cinttypes>
+#include <climits>
+#include <cstdarg>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <cxxabi.h>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <cpuid.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <capstone/capstone.h>
+#include <elfutils/libdw.h>
+#include <elfutils/libdwfl.h>
+#include <gelf.h>
+
+#include "lwp-engine.h"
+#include "lwp/lwp-arch.h"
+#include "lwp-prof-format.h"
+
+namespace {
+
+const char *const kUsage =
+    "usage: lwp-prof record [options] -o FILE -- PROGRAM [ARGS...]\n"
+    "       lwp-prof report [options] FILE\n"
+    "       lwp-prof --help | --version\n"
+    "\n"
+    "Profile an unmodified, dynamically linked x86-64 program with AMD\n"
+    "Lightweight Profiling (LWP): `record` runs it with a preload library\n"
+    "that enables LWP in every thread and writes LWP's records to FILE;\n"
+    "`report` shows where the time went.  docs/lwp-prof.md has the details.\n"
+    "\n"
+    "record options:\n"
+    "  -o, --output FILE     the record file (required)\n"
+    "  -e, --events LIST     events and intervals, e.g. ire:100000,bre:100000\n"
+    "                        (ire, bre, dme, cnh, rnh; default ire:100000)\n"
+    "      --ring-kb N       ring buffer per thread in KiB (default 1024)\n"
+    "      --qemu PATH       run under this qemu-x86_64 (default: found next\n"
+    "                        to lwp-prof, $LWP_PROF_QEMU or in PATH, unless\n"
+    "                        the CPU has LWP)\n"
+    "      --cpu MODEL       qemu's -cpu (default max,+lwp)\n"
+    "      --native          run the program directly (a CPU or VM with LWP)\n"
+    "      --preload PATH    the preload library (default: next to lwp-prof)\n"
+    "  -q, --quiet           no progress or summary on stderr\n"
+    "  record's exit status is the program's (128+N if signal N ended it),\n"
+    "  125 when lwp-prof fails, 126/127 when PROGRAM cannot run / is absent\n"
+    "\n"
+    "report options:\n"
+    "      --top N           functions to list (default 20, 0: all)\n"
+    "      --annotate N      hottest functions to disassemble (default 3)\n"
+    "      --branches N      hot branches to list (default 10)\n"
+    "      --event NAME      the event that ranks functions (default ire)\n"
+    "  -s, --speedscope OUT  write the speedscope profile there (default\n"
+    "                        FILE.speedscope.json; '-' for none)\n"
+    "  report exits 0, 1 on a bad file, 2 on bad usage\n";
+
+const char *const kEventNames[LWP_NUM_EVENTS + 1] = {
+    nullptr, "val", "ire", "bre", "dme", "cnh", "rnh",
+};
+
+[[noreturn]] void die(int status, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("lwp-prof: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    exit(status);
+}
+
+int event_id(const std::string &name)
+{
+    for (int id = 2; id <= LWP_NUM_EVENTS; id++) {
+        if (name == kEventNames[id]) {
+            return id;
+        }
+    }
+    return -1;
+}
+
+std::string exe_dir()
+{
+    char buf[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+    if (n <= 0) {
+        return ".";
+    }
+    buf[n] = 0;
+    std::string s(buf);
+    return s.substr(0, s.rfind('/'));
+}
+
+bool is_exec(const std::string &p)
+{
+    struct stat st;
+    return stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+           access(p.c_str(), X_OK) == 0;
+}
+
+std::string search_path(const std::string &name)
+{
+    if (name.find('/') != std::string::npos) {
+        return name;
+    }
+    const char *path = getenv("PATH");
+    std::string p = path ? path : "/usr/local/bin:/usr/bin:/bin";
+    size_t start = 0;
+    for (;;) {
+        size_t end = p.find(':', start);
+        std::string dir = p.substr(start, end - start);
+        std::string cand = (dir.empty() ? "." : dir) + "/" + name;
+        if (is_exec(cand)) {
+            return cand;
+        }
+        if (end == std::string::npos) {
+            return "";
+        }
+        start = end + 1;
+    }
+}
+
+std::string absolute(const std::string &p)
+{
+    if (!p.empty() && p[0] == '/') {
+        return p;
+    }
+    char cwd[PATH_MAX];
+    if (!getcwd(cwd, sizeof(cwd))) {
+        return p;
+    }
+    return std::string(cwd) + "/" + p;
+}
+
+bool host_has_lwp()
+{
+    unsigned a, b, c, d;
+    if (!__get_cpuid(0x80000001, &a, &b, &c, &d)) {
+        return false;
+    }
+    return (c >> LWP_CPUID_EXT3_BIT) & 1;
+}
+
+// ---------------------------------------------------------------- the file
+
+struct Record {
+    uint8_t event;
+    uint8_t core;
+    uint16_t flags;
+    uint32_t data1;
+    uint64_t ip;
+    uint64_t data2;
+    uint32_t tid;
+    uint32_t raw0() const { return event | core << 8 | uint32_t(flags) << 16; }
+};
+
+struct MapEntry {
+    uint64_t start, end, offset;
+    std::string perms, path;
+};
+
+struct ThreadInfo {
+    uint32_t tid = 0;
+    bool started = false, stopped = false;
+    uint64_t missed = 0, records = 0;
+    uint64_t by_event[256] = {};
+};
+
+struct Profile {
+    std::map<std::string, std::string> info;
+    std::vector<MapEntry> maps;
+    std::vector<Record> records;
+    std::map<uint32_t, ThreadInfo> threads;
+    std::vector<std::string> notes;
+    bool has_exit = false;
+    lwpprof_exit exit_rec{};
+    bool has_end = false;
+    lwpprof_end end{};
+};
+
+uint32_t rd32(const uint8_t *p)
+{
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+
+uint64_t rd64(const uint8_t *p)
+{
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return v;
+}
+
+bool read_file(const std::string &path, std::vector<uint8_t> &data,
+               std::string &err)
+{
+    FILE *f = fopen(path.c_str(), "rb");
+    if (!f) {
+        err = path + ": " + strerror(errno);
+        return false;
+    }
+    uint8_t buf[1 << 16];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof(buf), f)) > 0) {
+        data.insert(data.end(), buf, buf + n);
+    }
+    bool bad = ferror(f);
+    fclose(f);
+    if (bad) {
+        err = path + ": read error";
+        return false;
+    }
+    return true;
+}
+
+void parse_maps(const std::string &text, std::vector<MapEntry> &out)
+{
+    size_t pos = 0;
+    while (pos < text.size()) {
+        size_t nl = text.find('\n', pos);
+        std::string line = text.substr(pos, nl - pos);
+        pos = nl == std::string::npos ? text.size() : nl + 1;
+        unsigned long long s, e, off;
+        char perms[8];
+        int name_at = 0;
+        if (sscanf(line.c_str(), "%llx-%llx %7s %llx %*s %*s %n", &s, &e, perms,
+                   &off, &name_at) < 4) {
+            continue;
+        }
+        MapEntry m{s, e, off, perms,
+                   name_at > 0 && size_t(name_at) <= line.size()
+                       ? line.substr(name_at) : ""};
+        bool dup = false;
+        for (const auto &o : out) {
+            dup |= o.start == m.start && o.path == m.path;
+        }
+        if (!dup) {
+            out.push_back(m);
+        }
+    }
+}
+
+// Walk the chunks: false and a reason when the file is not a whole record
+// file.  *good_end is the end of the last whole chunk.
+bool walk(const std::vector<uint8_t> &d, Profile *prof, size_t *good_end,
+          std::string &err)
+{
+    *good_end = 0;
+    if (d.size() < LWPPROF_HEADER_SIZE ||
+        memcmp(d.data(), LWPPROF_MAGIC, 8) != 0) {
+        err = "not an lwp-prof record file (no LWPPROF magic)";
+        return false;
+    }
+    if (rd32(&d[8]) != LWPPROF_VERSION) {
+        err = "record file version " + std::to_string(rd32(&d[8])) +
+              ", this lwp-prof reads version " +
+              std::to_string(LWPPROF_VERSION);
+        return false;
+    }
+    if (rd32(&d[12]) != LWPPROF_HEADER_SIZE) {
+        err = "bad header size";
+        return false;
+    }
+    size_t off = LWPPROF_HEADER_SIZE;
+    *good_end = off;
+    while (off < d.size()) {
+        if (d.size() - off < LWPPROF_CHUNK_HEADER) {
+            err = "truncated: a chunk header is cut at byte " +
+                  std::to_string(off);
+            return false;
+        }
+        uint32_t type = rd32(&d[off]), size = rd32(&d[off + 4]);
+        uint64_t padded = (uint64_t(size) + 7) & ~uint64_t(7);
+        if (size > LWPPROF_CHUNK_MAX ||
+            d.size() - off - LWPPROF_CHUNK_HEADER < padded) {
+            err = "truncated: chunk at byte " + std::to_string(off) +
+                  " (type " + std::to_string(type) + ", " +
+                  std::to_string(size) + " bytes) goes past the end";
+            return false;
+        }
+        const uint8_t *p = &d[off + LWPPROF_CHUNK_HEADER];
+        std::string where = " at byte " + std::to_string(off);
+        if (prof && prof->has_end) {
+            err = "data after the END chunk" + where;
+            return false;
+        }
+        if (prof) {
+            switch (type) {
+            case LWPPROF_INFO: {
+                std::string text(reinterpret_cast<const char *>(p), size);
+                size_t pos = 0;
+                while (pos < text.size()) {
+                    size_t nl = text.find('\n', pos);
+                    std::string line = text.substr(pos, nl - pos);
+                    pos = nl == std::string::npos ? text.size() : nl + 1;
+                    size_t eq = line.find('=');
+                    if (eq != std::string::npos) {
+                        prof->info[line.substr(0, eq)] = line.substr(eq + 1);
+                    }
+                }
+                break;
+            }
+            case LWPPROF_MAPS:
+                parse_maps(std::string(reinterpret_cast<const char *>(p), size),
+                           prof->maps);
+                break;
+            case LWPPROF_RECORDS: {
+                if (size < 8 ||
+                    uint64_t(rd32(p + 4)) * LWP_EVENT_RECORD_SIZE + 8 != size) {
+                    err = "bad RECORDS chunk" + where;
+                    return false;
+                }
+                uint32_t tid = rd32(p), n = rd32(p + 4);
+                ThreadInfo &ti = prof->threads[tid];
+                ti.tid = tid;
+                for (uint32_t i = 0; i < n; i++) {
+                    const uint8_t *r = p + 8 + i * LWP_EVENT_RECORD_SIZE;
+                    Record rec{r[0], r[1], uint16_t(r[2] | r[3] << 8),
+                               rd32(r + 4), rd64(r + 8), rd64(r + 16), tid};
+                    prof->records.push_back(rec);
+                    ti.by_event[rec.event]++;
+                }
+                break;
+            }
+            case LWPPROF_THREAD: {
+                if (size != sizeof(lwpprof_thread)) {
+                    err = "bad THREAD chunk" + where;
+                    return false;
+                }
+                lwpprof_thread t;
+                memcpy(&t, p, sizeof(t));
+                ThreadInfo &ti = prof->threads[t.tid];
+                ti.tid = t.tid;
+                if (t.kind == LWPPROF_THREAD_START) {
+                    ti.started = true;
+                } else {
+                    ti.stopped = true;
+                    ti.missed = t.missed;
+                    ti.records = t.records;
+                }
+                break;
+            }
+            case LWPPROF_NOTE:
+                prof->notes.emplace_back(reinterpret_cast<const char *>(p),
+                                         size);
+                break;
+            case LWPPROF_EXIT:
+                if (size != sizeof(lwpprof_exit)) {
+                    err = "bad EXIT chunk" + where;
+                    return false;
+                }
+                prof->has_exit = true;
+                memcpy(&prof->exit_rec, p, sizeof(lwpprof_exit));
+                break;
+            case LWPPROF_END:
+                if (size != sizeof(lwpprof_end)) {
+                    err = "bad END chunk" + where;
+                    return false;
+                }
+                prof->has_end = true;
+                memcpy(&prof->end, p, sizeof(lwpprof_end));
+                break;
+            default:
+                err = "unknown chunk type " + std::to_string(type) + where;
+                return false;
+            }
+        }
+        off += LWPPROF_CHUNK_HEADER + padded;
+        *good_end = off;
+    }
+    return true;
+}
+
+bool load_profile(const std::string &path, Profile &prof, std::string &err)
+{
+    std::vector<uint8_t> d;
+    size_t good;
+    if (!read_file(path, d, err)) {
+        return false;
+    }
+    if (!walk(d, &prof, &good, err)) {
+        err = path + ": " + err;
+        return false;
+    }
+    if (!prof.has_end) {
+        err = path + ": truncated: no END chunk (the recording did not "
+              "finish, or the file was cut)";
+        return false;
+    }
+    if (prof.info.empty()) {
+        err = path + ": no INFO chunk: the recorder never started in the "
+              "program";
+        return false;
+    }
+    return true;
+}
+
+// ---------------------------------------------------------------- record
+
+struct RecordOpts {
+    std::string output, events = "ire:100000", qemu, cpu = "max,+lwp",
+                preload;
+    unsigned ring_kb = 1024;
+    bool native = false, force_qemu = false, quiet = false;
+    std::vector<std::string> argv;
+};
+
+// Validate "ire:N,bre:N": a message, or "" when good
+std::string check_events(const std::string &spec)
+{
+    std::set<int> seen;
+    size_t pos = 0;
+    if (spec.empty()) {
+        return "no events";
+    }
+    while (pos <= spec.size()) {
+        size_t comma = spec.find(',', pos);
+        std::string tok = spec.substr(pos, comma - pos);
+        pos = comma == std::string::npos ? spec.size() + 1 : comma + 1;
+        size_t colon = tok.find(':');
+        std::string name = tok.substr(0, colon);
+        int id = event_id(name);
+        if (id < 0) {
+            return "unknown event '" + name +
+                   "' (ire, bre, dme, cnh or rnh)";
+        }
+        if (!seen.insert(id).second) {
+            return "event '" + name + "' given twice";
+        }
+        if (colon != std::string::npos) {
+            std::string num = tok.substr(colon + 1);
+            char *end;
+            errno = 0;
+            unsigned long v = strtoul(num.c_str(), &end, 0);
+            if (num.empty() || *end || errno || v > LWPCB_INTERVAL_MAX ||
+                num[0] == '-') {
+                return "interval '" + num + "' of " + name +
+                       " is not a number up to 33554431 (0x1ffffff)";
+            }
+        }
+    }
+    return "";
+}
+
+// Static binaries and non-x86-64 files cannot take the preload library
+void check_program(const std::string &path)
+{
+    int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        die(126, "%s: %s", path.c_str(), strerror(errno));
+    }
+    elf_version(EV_CURRENT);
+    Elf *e = elf_begin(fd, ELF_C_READ, nullptr);
+    GElf_Ehdr eh;
+    if (!e || elf_kind(e) != ELF_K_ELF || !gelf_getehdr(e, &eh)) {
+        die(126, "%s: not an ELF executable (lwp-prof runs x86-64 ELF "
+            "programs; for a script, profile its interpreter)", path.c_str());
+    }
+    if (eh.e_machine != EM_X86_64 || gelf_getclass(e) != ELFCLASS64) {
+        die(126, "%s: not an x86-64 program", path.c_str());
+    }
+    size_t n = 0;
+    bool interp = false;
+    elf_getphdrnum(e, &n);
+    for (size_t i = 0; i < n; i++) {
+        GElf_Phdr ph;
+        if (gelf_getphdr(e, int(i), &ph) && ph.p_type == PT_INTERP) {
+            interp = true;
+        }
+    }
+    elf_end(e);
+    close(fd);
+    if (!interp) {
+        die(126, "%s: statically linked: lwp-prof loads its recorder with "
+            "LD_PRELOAD and needs a dynamically linked program",
+            path.c_str());
+    }
+}
+
+volatile sig_atomic_t g_child = 0;
+
+void forward_signal(int sig)
+{
+    if (g_child > 0) {
+        kill(g_child, sig);
+    }
+}
+
+std::string find_qemu(const RecordOpts &o)
+{
+    if (!o.qemu.empty()) {
+        return o.qemu;
+    }
+    if (const char *q = getenv("LWP_PROF_QEMU")) {
+        return q;
+    }
+    std::string dir = exe_dir();
+    for (const char *rel : {"/qemu-x86_64", "/../../../qemu-x86_64",
+                            "/../../qemu-x86_64", "/../qemu-x86_64"}) {
+        if (is_exec(dir + rel)) {
+            return dir + rel;
+        }
+    }
+    return search_path("qemu-x86_64");
+}
+
+int cmd_record(int argc, char **argv)
+{
+    RecordOpts o;
+    int i = 0;
+    auto need = [&](const char *opt) -> std::string {
+        if (i + 1 >= argc) {
+            die(2, "record: %s needs a value (lwp-prof --help)", opt);
+        }
+        return argv[++i];
+    };
+    for (i = 0; i < argc; i++) {
+        std::string a = argv[i];
+        if (a == "--") {
+            i++;
+            break;
+        } else if (a == "-o" || a == "--output") {
+            o.output = need("-o");
+        } else if (a == "-e" || a == "--events") {
+            o.events = need("-e");
+        } else if (a == "--ring-kb") {
+            std::string v = need("--ring-kb");
+            char *end;
+            unsigned long n = strtoul(v.c_str(), &end, 10);
+            if (v.empty() || *end || n < 4 || n > 65536) {
+                die(2, "record: --ring-kb is 4..65536");
+            }
+            o.ring_kb = unsigned(n);
+        } else if (a == "--qemu") {
+            o.qemu = need("--qemu");
+            o.force_qemu = true;
+        } else if (a == "--cpu") {
+            o.cpu = need("--cpu");
+            o.force_qemu = true;
+        } else if (a == "--native") {
+            o.native = true;
+        } else if (a == "--preload") {
+            o.preload = need("--preload");
+        } else if (a == "-q" || a == "--quiet") {
+            o.quiet = true;
+        } else if (a == "-h" || a == "--help") {
+            fputs(kUsage, stdout);
+            return 0;
+        } else if (a[0] == '-') {
+            die(2, "record: unknown option '%s' (lwp-prof --help)", a.c_str());
+        } else {
+            break;
+        }
+    }
+    for (; i < argc; i++) {
+        o.argv.push_back(argv[i]);
+    }
+    if (o.output.empty()) {
+        die(2, "record: -o FILE is required (lwp-prof --help)");
+    }
+    if (o.argv.empty()) {
+        die(2, "record: no program to run (lwp-prof record -o FILE -- "
+            "PROGRAM ARGS...)");
+    }
+    std::string bad = check_events(o.events);
+    if (!bad.empty()) {
+        die(2, "record: -e %s: %s", o.events.c_str(), bad.c_str());
+    }
+    if (o.native && o.force_qemu) {
+        die(2, "record: --native runs without qemu: not with --qemu/--cpu");
+    }
+
+    std::string prog = search_path(o.argv[0]);
+    if (prog.empty() || access(prog.c_str(), F_OK) != 0) {
+        die(127, "%s: program not found", o.argv[0].c_str());
+    }
+    if (!is_exec(prog)) {
+        die(126, "%s: not an executable file", prog.c_str());
+    }
+    check_program(prog);
+
+    std::string preload = o.preload;
+    if (preload.empty()) {
+        const char *p = getenv("LWP_PROF_PRELOAD");
+        preload = p ? p : exe_dir() + "/lwp-prof-preload.so";
+    }
+    preload = absolute(preload);
+    if (access(preload.c_str(), R_OK) != 0) {
+        die(125, "%s: the preload library is missing (--preload PATH)",
+            preload.c_str());
+    }
+    bool native = o.native || (!o.force_qemu && host_has_lwp());
+    std::string qemu;
+    if (!native) {
+        qemu = find_qemu(o);
+        if (qemu.empty() || !is_exec(qemu)) {
+            die(125, "no qemu-x86_64 found: this CPU has no LWP; give "
+                "--qemu PATH to qemu-lwp's build/qemu-x86_64");
+        }
+        if (preload.find(',') != std::string::npos) {
+            die(125, "%s: qemu's -E cannot pass a path with a comma",
+                preload.c_str());
+        }
+    }
+
+    std::string out = absolute(o.output);
+    int fd = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        die(125, "%s: %s", out.c_str(), strerror(errno));
+    }
+    uint8_t hdr[LWPPROF_HEADER_SIZE] = {};
+    memcpy(hdr, LWPPROF_MAGIC, 8);
+    uint32_t v = LWPPROF_VERSION, hs = LWPPROF_HEADER_SIZE;
+    memcpy(hdr + 8, &v, 4);
+    memcpy(hdr + 12, &hs, 4);
+    if (write(fd, hdr, sizeof(hdr)) != sizeof(hdr)) {
+        die(125, "%s: write failed", out.c_str());
+    }
+    close(fd);
+
+    std::string ld = preload;
+    if (const char *old = getenv("LD_PRELOAD")) {
+        if (*old) {
+            ld += std::string(":") + old;
+        }
+    }
+    std::vector<std::string> args;
+    if (!native) {
+        args = {qemu, "-cpu", o.cpu, "-E", "LD_PRELOAD=" + ld, prog};
+    } else {
+        args = {prog};
+    }
+    args.insert(args.end(), o.argv.begin() + 1, o.argv.end());
+    std::vector<char *> cargs;
+    for (auto &s : args) {
+        cargs.push_back(const_cast<char *>(s.c_str()));
+    }
+    cargs.push_back(nullptr);
+
+    struct sigaction sa {};
+    sa.sa_handler = forward_signal;
+    sigemptyset(&sa.sa_mask);
+    for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) {
+        sigaction(s, &sa, nullptr);
+    }
+    struct timespec t0, now;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    pid_t pid = fork();
+    if (pid < 0) {
+        die(125, "fork: %s", strerror(errno));
+    }
+    if (pid == 0) {
+        setenv("LWP_PROF_OUT", out.c_str(), 1);
+        setenv("LWP_PROF_EVENTS", o.events.c_str(), 1);
+        setenv("LWP_PROF_RING_KB", std::to_string(o.ring_kb).c_str(), 1);
+        setenv("LWP_PROF_THRESHOLD_KB", std::to_string(o.ring_kb / 2).c_str(),
+               1);
+        if (native) {
+            setenv("LD_PRELOAD", ld.c_str(), 1);
+        }
+        for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) {
+            signal(s, SIG_DFL);
+        }
+        execv(cargs[0], cargs.data());
+        fprintf(stderr, "lwp-prof: %s: %s\n", cargs[0], strerror(errno));
+        _exit(errno == ENOENT ? 127 : 126);
+    }
+    g_child = pid;
+    if (!o.quiet) {
+        fprintf(stderr, "lwp-prof: recording %s (%s%s) into %s\n",
+                o.argv[0].c_str(), o.events.c_str(),
+                native ? ", native" : (", " + qemu + " -cpu " + o.cpu).c_str(),
+                o.output.c_str());
+    }
+    bool tty = isatty(2);
+    int status = 0;
+    double last = 0;
+    for (;;) {
+        pid_t r = waitpid(pid, &status, WNOHANG);
+        if (r == pid) {
+            break;
+        }
+        if (r < 0 && errno != EINTR) {
+            die(125, "waitpid: %s", strerror(errno));
+        }
+        struct timespec ts = {0, 100 * 1000 * 1000};
+        nanosleep(&ts, nullptr);
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        double el = double(now.tv_sec - t0.tv_sec) +
+                    double(now.tv_nsec - t0.tv_nsec) / 1e9;
+        if (!o.quiet && el - last >= (tty ? 0.5 : 10.0)) {
+            struct stat st;
+            last = el;
+            if (stat(out.c_str(), &st) == 0) {
+                fprintf(stderr, "%slwp-prof: %.0f s, ~%lld records so far%s",
+                        tty ? "\r" : "", el,
+                        (long long)(st.st_size / LWP_EVENT_RECORD_SIZE),
+                        tty ? "" : "\n");
+            }
+        }
+    }
+    if (tty && !o.quiet && last > 0) {
+        fputc('\n', stderr);
+    }
+    g_child = 0;
+
+    // Check what the program's side wrote, then close the file with END
+    std::vector<uint8_t> d;
+    std::string err;
+    size_t good = 0;
+    if (!read_file(out, d, err)) {
+        die(125, "%s", err.c_str());
+    }
+    Profile prof;
+    if (!walk(d, &prof, &good, err)) {
+        fprintf(stderr, "lwp-prof: %s: %s; cut at byte %zu\n", out.c_str(),
+                err.c_str(), good);
+        if (truncate(out.c_str(), off_t(good)) != 0) {
+            die(125, "%s: %s", out.c_str(), strerror(errno));
+        }
+    }
+    lwpprof_end end{};
+    int rc;
+    if (WIFEXITED(status)) {
+        end.how = LWPPROF_END_EXITED;
+        end.code = WEXITSTATUS(status);
+        rc = end.code;
+    } else {
+        end.how = LWPPROF_END_SIGNALED;
+        end.code = WTERMSIG(status);
+        rc = 128 + end.code;
+    }
+    uint32_t ch[2] = {LWPPROF_END, sizeof(end)};
+    fd = open(out.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+    if (fd < 0 || write(fd, ch, sizeof(ch)) != sizeof(ch) ||
+        write(fd, &end, sizeof(end)) != sizeof(end) || close(fd) != 0) {
+        die(125, "%s: cannot finish the file", out.c_str());
+    }
+    if (prof.info.empty()) {
+        die(125, "%s: the recorder did not start in %s (see the messages "
+            "above)", out.c_str(), o.argv[0].c_str());
+    }
+    if (!o.quiet) {
+        uint64_t missed = 0;
+        for (auto &t : prof.threads) {
+            missed += t.second.missed;
+        }
+        std::string how = WIFEXITED(status)
+            ? "exited with status " + std::to_string(end.code)
+            : "was killed by signal " + std::to_string(end.code);
+        fprintf(stderr, "lwp-prof: %s %s; %zu records from %zu threads, "
+                "%" PRIu64 " missed, in %s\n", o.argv[0].c_str(), how.c_str(),
+                prof.records.size(), prof.threads.size(), missed,
+                o.output.c_str());
+        if (!prof.has_exit) {
+            fprintf(stderr, "lwp-prof: the program did not run exit(): "
+                    "records since each thread's last drain are lost\n");
+        }
+    }
+    return rc;
+}
+
+// ---------------------------------------------------------------- symbols
+
+struct SymInfo {
+    std::string func;       // demangled, or "[unknown]"
+    std::string module;     // basename of the mapped file, or "[anon]"
+    uint64_t func_start = 0, func_size = 0;
+    bool has_sym = false;
+    std::string file;       // source file of the address, "" if none
+    int line = 0;
+    Dwfl_Module *mod = nullptr;
+};
+
+std::string basename_of(const std::string &p)
+{
+    size_t s = p.rfind('/');
+    return s == std::string::npos ? p : p.substr(s + 1);
+}
+
+std::string demangle(const char *name)
+{
+    int st = 0;
+    char *d = abi::__cxa_demangle(name, nullptr, nullptr, &st);
+    if (st == 0 && d) {
+        std::string r(d);
+        free(d);
+        return r;
+    }
+    return name;
+}
+
+class Symbolizer {
+public:
+    explicit Symbolizer(const std::vector<MapEntry> &maps) : maps_(maps)
+    {
+        static char *debuginfo_path = nullptr;
+        cb_.find_elf = dwfl_build_id_find_elf;
+        cb_.find_debuginfo = dwfl_standard_find_debuginfo;
+        cb_.section_address = dwfl_offline_section_address;
+        cb_.debuginfo_path = &debuginfo_path;
+        dwfl_ = dwfl_begin(&cb_);
+        elf_version(EV_CURRENT);
+        dwfl_report_begin(dwfl_);
+        std::set<std::string> done;
+        for (const auto &m : maps_) {
+            if (m.path.empty() || m.path[0] != '/' || done.count(m.path)) {
+                continue;
+            }
+            done.insert(m.path);
+            uint64_t bias;
+            if (bias_of(m.path, &bias)) {
+                dwfl_report_elf(dwfl_, m.path.c_str(), m.path.c_str(), -1,
+                                bias, true);
+            }
+        }
+        dwfl_report_end(dwfl_, nullptr, nullptr);
+    }
+    ~Symbolizer() { dwfl_end(dwfl_); }
+    Symbolizer(const Symbolizer &) = delete;
+    Symbolizer &operator=(const Symbolizer &) = delete;
+
+    const SymInfo &lookup(uint64_t ip)
+    {
+        auto it = cache_.find(ip);
+        if (it != cache_.end()) {
+            return it->second;
+        }
+        SymInfo si;
+        Dwfl_Module *mod = dwfl_addrmodule(dwfl_, ip);
+        if (mod) {
+            si.mod = mod;
+            const char *mname = dwfl_module_info(mod, nullptr, nullptr,
+                                                 nullptr, nullptr, nullptr,
+                                                 nullptr, nullptr);
+            si.module = basename_of(mname ? mname : "?");
+            GElf_Off off;
+            GElf_Sym sym;
+            const char *name = dwfl_module_addrinfo(mod, ip, &off, &sym,
+                                                    nullptr, nullptr, nullptr);
+            if (name && (sym.st_size == 0 || off < sym.st_size)) {
+                si.func = demangle(name);
+                si.func_start = ip - off;
+                si.func_size = sym.st_size;
+                si.has_sym = true;
+            } else {
+                // A stripped file: functions start where .eh_frame_hdr's
+                // sorted table of FDEs says
+                uint64_t lo, hi;
+                if (fde_range(mod, ip, &lo, &hi)) {
+                    Dwarf_Addr mstart = 0;
+                    dwfl_module_info(mod, nullptr, &mstart, nullptr, nullptr,
+                                     nullptr, nullptr, nullptr);
+                    char b[64];
+                    snprintf(b, sizeof(b), "[%s+0x%" PRIx64 "]",
+                             si.module.c_str(), lo - mstart);
+                    si.func = b;
+                    si.func_start = lo;
+                    si.func_size = hi - lo;
+                    si.has_sym = true;
+                }
+            }
+            if (Dwfl_Line *l = dwfl_module_getsrc(mod, ip)) {
+                int line = 0;
+                const char *f = dwfl_lineinfo(l, nullptr, &line, nullptr,
+                                              nullptr, nullptr);
+                if (f) {
+                    si.file = f;
+                    si.line = line;
+                }
+            }
+        } else {
+            si.module = module_of(ip);
+        }
+        if (!si.has_sym) {
+            si.func = "[unknown]";
+        }
+        return cache_.emplace(ip, si).first->second;
+    }
+
+    // The bytes of [addr, addr+size) from the module's ELF file
+    bool code(Dwfl_Module *mod, uint64_t addr, uint64_t size,
+              std::vector<uint8_t> &out)
+    {
+        GElf_Addr bias = 0;
+        Elf *e = dwfl_module_getelf(mod, &bias);
+        if (!e) {
+            return false;
+        }
+        uint64_t a = addr - bias;
+        Elf_Scn *scn = nullptr;
+        while ((scn = elf_nextscn(e, scn))) {
+            GElf_Shdr sh;
+            if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS ||
+                a < sh.sh_addr || a + size > sh.sh_addr + sh.sh_size) {
+                continue;
+            }
+            Elf_Data *data = elf_getdata(scn, nullptr);
+            if (!data || !data->d_buf || data->d_size < sh.sh_size) {
+                return false;
+            }
+            const uint8_t *p = static_cast<const uint8_t *>(data->d_buf);
+            out.assign(p + (a - sh.sh_addr), p + (a - sh.sh_addr) + size);
+            return true;
+        }
+        return false;
+    }
+
+private:
+    // The FDE start addresses of a module, from the binary search table
+    // of .eh_frame_hdr (LSB 10.6.2) that the linker writes even into
+    // stripped files: udata4 count and datarel sdata4 pairs, what GNU ld
+    // and lld emit.  Module addresses, sorted.
+    const std::vector<uint64_t> &fde_starts(Dwfl_Module *mod)
+    {
+        auto it = fdes_.find(mod);
+        if (it != fdes_.end()) {
+            return it->second;
+        }
+        std::vector<uint64_t> v;
+        GElf_Addr bias = 0;
+        Elf *e = dwfl_module_getelf(mod, &bias);
+        size_t shstr;
+        Elf_Scn *scn = nullptr;
+        if (e && elf_getshdrstrndx(e, &shstr) == 0) {
+            while ((scn = elf_nextscn(e, scn))) {
+                GElf_Shdr sh;
+                const char *name;
+                if (!gelf_getshdr(scn, &sh) ||
+                    !(name = elf_strptr(e, shstr, sh.sh_name)) ||
+                    strcmp(name, ".eh_frame_hdr") != 0) {
+                    continue;
+                }
+                Elf_Data *d = elf_getdata(scn, nullptr);
+                if (!d || !d->d_buf || d->d_size < 12) {
+                    break;
+                }
+                const uint8_t *p = static_cast<const uint8_t *>(d->d_buf);
+                if (p[0] != 1 || p[1] != 0x1b || p[2] != 0x03 ||
+                    p[3] != 0x3b) {
+                    break;
+                }
+                uint32_t n = rd32(p + 8);
+                if (12 + uint64_t(n) * 8 > d->d_size) {
+                    break;
+                }
+                for (uint32_t k = 0; k < n; k++) {
+                    int32_t rel;
+                    memcpy(&rel, p + 12 + k * 8, 4);
+                    v.push_back(sh.sh_addr + int64_t(rel) + bias);
+                }
+                std::sort(v.begin(), v.end());
+                break;
+            }
+        }
+        return fdes_.emplace(mod, std::move(v)).first->second;
+    }
+
+    bool fde_range(Dwfl_Module *mod, uint64_t ip, uint64_t *lo, uint64_t *hi)
+    {
+        const std::vector<uint64_t> &v = fde_starts(mod);
+        auto it = std::upper_bound(v.begin(), v.end(), ip);
+        if (it == v.begin()) {
+            return false;
+        }
+        *lo = *(it - 1);
+        if (it != v.end()) {
+            *hi = *it;
+        } else {
+            Dwarf_Addr mend = 0;
+            dwfl_module_info(mod, nullptr, nullptr, &mend, nullptr, nullptr,
+                             nullptr, nullptr);
+            *hi = mend;
+        }
+        return true;
+    }
+
+    std::string module_of(uint64_t ip) const
+    {
+        for (const auto &m : maps_) {
+            if (ip >= m.start && ip < m.end) {
+                return m.path.empty() ? "[anon]" : basename_of(m.path);
+            }
+        }
+        return "[unmapped]";
+    }
+
+    // The load bias: where the mapping of offset 0's page put p_vaddr 0
+    bool bias_of(const std::string &path, uint64_t *bias) const
+    {
+        int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+        if (fd < 0) {
+            return false;
+        }
+        Elf *e = elf_begin(fd, ELF_C_READ, nullptr);
+        bool ok = false;
+        size_t n = 0;
+        if (e && elf_kind(e) == ELF_K_ELF && elf_getphdrnum(e, &n) == 0) {
+            for (size_t i = 0; i < n && !ok; i++) {
+                GElf_Phdr ph;
+                if (!gelf_getphdr(e, int(i), &ph) || ph.p_type != PT_LOAD) {
+                    continue;
+                }
+                uint64_t page_off = ph.p_offset & ~uint64_t(0xfff);
+                for (const auto &m : maps_) {
+                    if (m.path == path && m.offset == page_off) {
+                        *bias = m.start - (ph.p_vaddr & ~uint64_t(0xfff));
+                        ok = true;
+                        break;
+                    }
+                }
+            }
+        }
+        if (e) {
+            elf_end(e);
+        }
+        close(fd);
+        return ok;
+    }
+
+    const std::vector<MapEntry> &maps_;
+    Dwfl_Callbacks cb_{};
+    Dwfl *dwfl_ = nullptr;
+    std::unordered_map<uint64_t, SymInfo> cache_;
+    std::map<Dwfl_Module *, std::vector<uint64_t>> fdes_;
+};
+
+// ---------------------------------------------------------------- report
+
+struct Func {
+    std::string name, module, file;
+    int line = 0;
+    uint64_t start = 0, size = 0;
+    bool has_sym = false;
+    Dwfl_Module *mod = nullptr;
+    uint64_t samples = 0;
+    std::map<uint64_t, uint64_t> by_ip;
+};
+
+std::string func_key(const SymInfo &s)
+{
+    return s.module + "\t" + s.func + "\t" +
+           (s.has_sym ? std::to_string(s.func_start) : "");
+}
+
+std::string location(const SymInfo &s, uint64_t ip)
+{
+    char buf[64];
+    std::string r = s.func;
+    if (s.has_sym) {
+        snprintf(buf, sizeof(buf), "+0x%" PRIx64, ip - s.func_start);
+        r += buf;
+    } else {
+        snprintf(buf, sizeof(buf), " 0x%" PRIx64, ip);
+        r += buf;
+    }
+    return r;
+}
+
+std::string src_of(const SymInfo &s)
+{
+    if (s.file.empty()) {
+        return "";
+    }
+    return basename_of(s.file) + ":" + std::to_string(s.line);
+}
+
+std::string json_str(const std::string &s)
+{
+    std::string r = "\"";
+    for (unsigned char c : s) {
+        if (c == '"' || c == '\\') {
+            r += '\\';
+            r += char(c);
+        } else if (c < 0x20) {
+            char b[8];
+            snprintf(b, sizeof(b), "\\u%04x", c);
+            r += b;
+        } else {
+            r += char(c);
+        }
+    }
+    return r + "\"";
+}
+
+void annotate(Symbolizer &sym, const Func &f, uint64_t interval)
+{
+    printf("\n%s (%s", f.name.c_str(), f.module.c_str());
+    if (!f.file.empty()) {
+        printf(", %s:%d", basename_of(f.file).c_str(), f.line);
+    }
+    printf("): %" PRIu64 " samples\n", f.samples);
+    std::vector<uint8_t> code;
+    if (!f.has_sym || !f.size || !f.mod ||
+        !sym.code(f.mod, f.start, f.size, code)) {
+        printf("  (no code: the symbol has no size or its file is not "
+               "readable)\n");
+        return;
+    }
+    csh cs;
+    if (cs_open(CS_ARCH_X86, CS_MODE_64, &cs) != CS_ERR_OK) {
+        printf("  (capstone failed to open)\n");
+        return;
+    }
+    cs_option(cs, CS_OPT_SYNTAX, CS_OPT_SYNTAX_ATT);
+    struct Line {
+        uint64_t addr, samples;
+        std::string text, src;
+    };
+    std::vector<Line> lines;
+    size_t off = 0;
+    std::string last_src;
+    while (off < code.size()) {
+        uint64_t addr = f.start + off;
+        std::string text;
+        size_t len;
+        LwpDisasInsn li;
+        int n = lwp_disas(code.data() + off, code.size() - off, 64, &li);
+        if (n > 0) {
+            text = std::string(li.mnemonic) + "\t" + li.op_str;
+            len = size_t(n);
+        } else {
+            cs_insn *insn;
+            size_t cnt = cs_disasm(cs, code.data() + off, code.size() - off,
+                                   addr, 1, &insn);
+            if (cnt == 1) {
+                text = std::string(insn[0].mnemonic) + "\t" + insn[0].op_str;
+                len = insn[0].size;
+                cs_free(insn, cnt);
+            } else {
+                char b[32];
+                snprintf(b, sizeof(b), "(bad)\t.byte 0x%02x", code[off]);
+                text = b;
+                len = 1;
+            }
+        }
+        auto it = f.by_ip.find(addr);
+        const SymInfo &si = sym.lookup(addr);
+        std::string src = src_of(si);
+        lines.push_back({addr, it == f.by_ip.end() ? 0 : it->second, text,
+                         src != last_src ? src : ""});
+        last_src = src;
+        off += len;
+    }
+    cs_close(&cs);
+    // Whole functions up to 80 instructions; else the hot instructions
+    // (>= 1% of the function's samples) with 3 instructions around them
+    std::vector<bool> show(lines.size(), lines.size() <= 80);
+    if (lines.size() > 80) {
+        for (size_t i = 0; i < lines.size(); i++) {
+            if (lines[i].samples * 100 >= f.samples && lines[i].samples) {
+                for (size_t j = i >= 3 ? i - 3 : 0;
+                     j < std::min(lines.size(), i + 4); j++) {
+                    show[j] = true;
+                }
+            }
+        }
+    }
+    printf("  %8s %6s  %-18s %s\n", "samples", "share", "address",
+           "instruction (samples: Instructions Retired records)");
+    bool gap = false;
+    for (size_t i = 0; i < lines.size(); i++) {
+        if (!show[i]) {
+            gap = true;
+            continue;
+        }
+        if (gap) {
+            printf("  %8s\n", "...");
+            gap = false;
+        }
+        const Line &l = lines[i];
+        if (!l.src.empty()) {
+            printf("  %26s %s\n", "", l.src.c_str());
+        }
+        if (l.samples) {
+            printf("  %8" PRIu64 " %5.1f%%  %-18" PRIx64 " %s\n", l.samples,
+                   100.0 * double(l.samples) / double(f.samples), l.addr,
+                   l.text.c_str());
+        } else {
+            printf("  %8s %6s  %-18" PRIx64 " %s\n", "", "", l.addr,
+                   l.text.c_str());
+        }
+    }
+    if (gap) {
+        printf("  %8s\n", "...");
+    }
+    (void)interval;
+}
+
+int cmd_report(int argc, char **argv)
+{
+    std::string file, speedscope, event = "ire";
+    unsigned long top = 20, nannotate = 3, nbranches = 10;
+    bool speedscope_set = false;
+    auto number = [](const char *opt, const char *v) {
+        char *end;
+        errno = 0;
+        unsigned long n = strtoul(v, &end, 10);
+        if (!*v || *end || errno || v[0] == '-') {
+            die(2, "report: %s wants a number, not '%s'", opt, v);
+        }
+        return n;
+    };
+    for (int i = 0; i < argc; i++) {
+        std::string a = argv[i];
+        auto need = [&](const char *opt) -> const char * {
+            if (i + 1 >= argc) {
+                die(2, "report: %s needs a value (lwp-prof --help)", opt);
+            }
+            return argv[++i];
+        };
+        if (a == "--top") {
+            top = number("--top", need("--top"));
+        } else if (a == "--annotate") {
+            nannotate = number("--annotate", need("--annotate"));
+        } else if (a == "--branches") {
+            nbranches = number("--branches", need("--branches"));
+        } else if (a == "--event") {
+            event = need("--event");
+            if (event_id(event) < 0) {
+                die(2, "report: unknown event '%s' (ire, bre, dme, cnh, rnh)",
+                    event.c_str());
+            }
+        } else if (a == "-s" || a == "--speedscope") {
+            speedscope = need("-s");
+            speedscope_set = true;
+        } else if (a == "-h" || a == "--help") {
+            fputs(kUsage, stdout);
+            return 0;
+        } else if (a[0] == '-' && a != "-") {
+            die(2, "report: unknown option '%s' (lwp-prof --help)", a.c_str());
+        } else if (file.empty()) {
+            file = a;
+        } else {
+            die(2, "report: one FILE only (lwp-prof --help)");
+        }
+    }
+    if (file.empty()) {
+        die(2, "report: no FILE (lwp-prof report FILE)");
+    }
+    if (!speedscope_set) {
+        speedscope = file + ".speedscope.json";
+    }
+
+    Profile prof;
+    std::string err;
+    if (!load_profile(file, prof, err)) {
+        die(1, "%s", err.c_str());
+    }
+    Symbolizer sym(prof.maps);
+    int ev = event_id(event);
+    uint64_t interval = 0;
+    {
+        auto it = prof.info.find("interval." + event);
+        if (it != prof.info.end()) {
+            interval = strtoull(it->second.c_str(), nullptr, 10);
+        }
+    }
+
+    // Header
+    uint64_t by_event[256] = {};
+    for (const auto &r : prof.records) {
+        by_event[r.event]++;
+    }
+    printf("lwp-prof report of %s: %s\n", file.c_str(),
+           prof.info["exe"].c_str());
+    printf("  settings: LWPCB.Flags %s", prof.info["flags"].c_str());
+    for (int id = 2; id <= LWP_NUM_EVENTS; id++) {
+        auto it = prof.info.find(std::string("interval.") + kEventNames[id]);
+        if (it != prof.info.end()) {
+            printf(", %s every %s", kEventNames[id], it->second.c_str());
+        }
+    }
+    printf("; ring %s bytes per thread\n", prof.info["ring_bytes"].c_str());
+    printf("  program: %s %d\n",
+           prof.end.how == LWPPROF_END_EXITED ? "exited with status"
+                                              : "killed by signal",
+           prof.end.code);
+    printf("  records: %zu", prof.records.size());
+    for (int id = 1; id < 256; id++) {
+        if (by_event[id]) {
+            printf(", %s %" PRIu64,
+                   id <= LWP_NUM_EVENTS ? kEventNames[id]
+                   : id == LWP_EVENT_ID_INS ? "lwpins" : "other",
+                   by_event[id]);
+        }
+    }
+    printf(" from %zu threads\n", prof.threads.size());
+    for (const auto &t : prof.threads) {
+        const ThreadInfo &ti = t.second;
+        printf("    thread %u: ", ti.tid);
+        bool first = true;
+        for (int id = 1; id < 256; id++) {
+            if (ti.by_event[id]) {
+                printf("%s%s %" PRIu64, first ? "" : ", ",
+                       id <= LWP_NUM_EVENTS ? kEventNames[id] : "other",
+                       ti.by_event[id]);
+                first = false;
+            }
+        }
+        if (first) {
+            printf("no records");
+        }
+        if (ti.missed) {
+            printf("; %" PRIu64 " MISSED (the ring was full)", ti.missed);
+        }
+        if (!ti.stopped) {
+            printf("; still running at exit: records after its last drain "
+                   "are lost");
+        }
+        printf("\n");
+    }
+    if (!prof.has_exit) {
+        printf("  warning: the program did not run exit(); records since "
+               "each thread's last drain are lost\n");
+    }
+    for (const auto &n : prof.notes) {
+        printf("  note: %s\n", n.c_str());
+    }
+
+    // Top functions
+    std::map<std::string, Func> funcs;
+    uint64_t total = 0;
+    for (const auto &r : prof.records) {
+        if (r.event != ev) {
+            continue;
+        }
+        const SymInfo &si = sym.lookup(r.ip);
+        Func &f = funcs[func_key(si)];
+        if (!f.samples) {
+            f.name = si.func;
+            f.module = si.module;
+            f.start = si.func_start;
+            f.size = si.func_size;
+            f.has_sym = si.has_sym;
+            f.mod = si.mod;
+            if (si.has_sym) {
+                const SymInfo &s0 = sym.lookup(si.func_start);
+                f.file = s0.file;
+                f.line = s0.line;
+            }
+        }
+        f.samples++;
+        f.by_ip[r.ip]++;
+        total++;
+    }
+    std::vector<const Func *> order;
+    for (const auto &f : funcs) {
+        order.push_back(&f.second);
+    }
+    std::sort(order.begin(), order.end(), [](const Func *a, const Func *b) {
+        return a->samples != b->samples ? a->samples > b->samples
+                                        : a->name < b->name;
+    });
+    const char *evlong = ev == LWP_EVENT_ID_IRE ? "Instructions Retired"
+                         : ev == LWP_EVENT_ID_BRE ? "Branches Retired"
+                         : ev == LWP_EVENT_ID_DME ? "DCache Misses"
+                         : ev == LWP_EVENT_ID_CNH ? "CPU Clocks not Halted"
+                                                  : "Reference Clocks";
+    printf("\nTop functions by %s samples (%" PRIu64 " samples", evlong,
+           total);
+    if (interval) {
+        printf(", one per %" PRIu64 " events", interval);
+    }
+    printf(")\n");
+    if (!total) {
+        printf("  no %s records\n", event.c_str());
+    } else {
+        printf("  %8s %7s %7s  %-20s %s\n", "samples", "share", "cumul",
+               "module", "function (source)");
+        uint64_t cum = 0;
+        size_t shown = 0;
+        for (const Func *f : order) {
+            if (top && shown++ >= top) {
+                break;
+            }
+            cum += f->samples;
+            std::string src;
+            if (!f->file.empty()) {
+                src = " (" + basename_of(f->file) + ":" +
+                      std::to_string(f->line) + ")";
+            }
+            printf("  %8" PRIu64 " %6.2f%% %6.2f%%  %-20s %s%s\n", f->samples,
+                   100.0 * double(f->samples) / double(total),
+                   100.0 * double(cum) / double(total), f->module.c_str(),
+                   f->name.c_str(), src.c_str());
+        }
+        // Hot source lines
+        std::map<std::string, uint64_t> lines;
+        for (const auto &r : prof.records) {
+            if (r.event == ev) {
+                const SymInfo &si = sym.lookup(r.ip);
+                if (!si.file.empty()) {
+                    lines[si.file + ":" + std::to_string(si.line) + "\t" +
+                          si.func]++;
+                }
+            }
+        }
+        if (!lines.empty()) {
+            std::vector<std::pair<std::string, uint64_t>> lv(lines.begin(),
+                                                              lines.end());
+            std::sort(lv.begin(), lv.end(), [](const auto &a, const auto &b) {
+                return a.second != b.second ? a.second > b.second
+                                            : a.first < b.first;
+            });
+            printf("\nHot source lines (where debug info exists)\n");
+            printf("  %8s %7s  %s\n", "samples", "share", "line (function)");
+            for (size_t i = 0; i < lv.size() && i < 10; i++) {
+                size_t tab = lv[i].first.find('\t');
+                printf("  %8" PRIu64 " %6.2f%%  %s (%s)\n", lv[i].second,
+                       100.0 * double(lv[i].second) / double(total),
+                       lv[i].first.substr(0, tab).c_str(),
+                       lv[i].first.substr(tab + 1).c_str());
+            }
+        }
+        // Annotated disassembly
+        if (nannotate) {
+            printf("\nAnnotated disassembly of the %lu hottest functions\n",
+                   std::min<unsigned long>(nannotate, order.size()));
+        }
+        for (size_t i = 0; i < order.size() && i < nannotate; i++) {
+            annotate(sym, *order[i], interval);
+        }
+    }
+
+    // Branches
+    struct Br {
+        uint64_t n = 0, taken = 0, prv = 0, mispred = 0;
+        std::map<uint64_t, uint64_t> targets;
+    };
+    std::map<uint64_t, Br> brs;
+    uint64_t nbr = 0, ntaken = 0, nprv = 0, nmis = 0;
+    for (const auto &r : prof.records) {
+        if (r.event != LWP_EVENT_ID_BRE) {
+            continue;
+        }
+        Br &b = brs[r.ip];
+        uint32_t w = r.raw0();
+        bool tkn = w & LWP_REC_BRE_TKN, prv = w & LWP_REC_BRE_PRV,
+             prd = w & LWP_REC_BRE_PRD;
+        b.n++;
+        b.taken += tkn;
+        b.prv += prv;
+        b.mispred += prv && !prd;
+        b.targets[r.data2]++;
+        nbr++;
+        ntaken += tkn;
+        nprv += prv;
+        nmis += prv && !prd;
+    }
+    printf("\nBranches Retired: ");
+    if (!nbr) {
+        printf("no records (record with -e bre:N)\n");
+    } else {
+        printf("%" PRIu64 " samples at %zu branches, %.1f%% taken", nbr,
+               brs.size(), 100.0 * double(ntaken) / double(nbr));
+        if (nprv) {
+            printf(", %.1f%% of predicted-valid mispredicted",
+                   100.0 * double(nmis) / double(nprv));
+        }
+        printf("\n");
+        std::vector<std::pair<uint64_t, const Br *>> bv;
+        for (const auto &b : brs) {
+            bv.emplace_back(b.first, &b.second);
+        }
+        std::sort(bv.begin(), bv.end(), [](const auto &a, const auto &b) {
+            return a.second->n != b.second->n ? a.second->n > b.second->n
+                                              : a.first < b.first;
+        });
+        printf("  %8s %7s %7s  %-44s %s\n", "samples", "share", "taken",
+               "branch", "most frequent target");
+        for (size_t i = 0; i < bv.size() && i < nbranches; i++) {
+            const Br &b = *bv[i].second;
+            const SymInfo &si = sym.lookup(bv[i].first);
+            std::string where = location(si, bv[i].first);
+            std::string src = src_of(si);
+            if (!src.empty()) {
+                where += " (" + src + ")";
+            }
+            auto tgt = std::max_element(
+                b.targets.begin(), b.targets.end(),
+                [](const auto &x, const auto &y) { return x.second < y.second; });
+            const SymInfo &ti = sym.lookup(tgt->first);
+            printf("  %8" PRIu64 " %6.2f%% %6.1f%%  %-44s %s\n", b.n,
+                   100.0 * double(b.n) / double(nbr),
+                   100.0 * double(b.taken) / double(b.n), where.c_str(),
+                   location(ti, tgt->first).c_str());
+        }
+    }
+
+    // DCache misses
+    std::map<uint64_t, std::pair<uint64_t, uint64_t>> dm;   // n, latency sum
+    uint64_t ndm = 0;
+    for (const auto &r : prof.records) {
+        if (r.event == LWP_EVENT_ID_DME) {
+            auto &e = dm[r.ip];
+            e.first++;
+            e.second += r.data1;
+            ndm++;
+        }
+    }
+    printf("\nDCache Misses: ");
+    if (!ndm) {
+        printf("no records (record with -e dme:N where LWP offers it)\n");
+    } else {
+        printf("%" PRIu64 " samples at %zu instructions\n", ndm, dm.size());
+        std::vector<std::pair<uint64_t, std::pair<uint64_t, uint64_t>>> dv(
+            dm.begin(), dm.end());
+        std::sort(dv.begin(), dv.end(), [](const auto &a, const auto &b) {
+            return a.second.first != b.second.first
+                       ? a.second.first > b.second.first
+                       : a.first < b.first;
+        });
+        printf("  %8s %7s %12s  %s\n", "samples", "share", "avg latency",
+               "load");
+        for (size_t i = 0; i < dv.size() && i < 10; i++) {
+            const SymInfo &si = sym.lookup(dv[i].first);
+            printf("  %8" PRIu64 " %6.2f%% %12.1f  %s %s\n", dv[i].second.first,
+                   100.0 * double(dv[i].second.first) / double(ndm),
+                   double(dv[i].second.second) / double(dv[i].second.first),
+                   location(si, dv[i].first).c_str(), src_of(si).c_str());
+        }
+    }
+
+    // speedscope: one sampled profile per thread, stacks [module, function]
+    if (speedscope != "-") {
+        FILE *out = fopen(speedscope.c_str(), "w");
+        if (!out) {
+            die(1, "%s: %s", speedscope.c_str(), strerror(errno));
+        }
+        std::map<std::string, size_t> frame_ix;
+        std::vector<std::string> frames;
+        auto frame = [&](const std::string &json_key,
+                         const std::string &json) {
+            auto it = frame_ix.find(json_key);
+            if (it != frame_ix.end()) {
+                return it->second;
+            }
+            frames.push_back(json);
+            return frame_ix[json_key] = frames.size() - 1;
+        };
+        std::map<uint32_t, std::vector<std::pair<size_t, size_t>>> samples;
+        for (const auto &r : prof.records) {
+            if (r.event != ev) {
+                continue;
+            }
+            const SymInfo &si = sym.lookup(r.ip);
+            size_t m = frame("m\t" + si.module,
+                             "{\"name\":" + json_str(si.module) + "}");
+            std::string fj = "{\"name\":" + json_str(si.func);
+            if (si.has_sym) {
+                const SymInfo &s0 = sym.lookup(si.func_start);
+                if (!s0.file.empty()) {
+                    fj += ",\"file\":" + json_str(s0.file) +
+                          ",\"line\":" + std::to_string(s0.line);
+                }
+            }
+            fj += "}";
+            size_t f = frame("f\t" + func_key(si), fj);
+            samples[r.tid].emplace_back(m, f);
+        }
+        uint64_t w = interval ? interval : 1;
+        fprintf(out, "{\"$schema\":\"https://www.speedscope.app/"
+                "file-format-schema.json\",\"exporter\":\"lwp-prof\","
+                "\"name\":%s,\"activeProfileIndex\":0,\"shared\":{\"frames\":[",
+                json_str(basename_of(prof.info["exe"]) + " (" + evlong +
+                         ")").c_str());
+        for (size_t i = 0; i < frames.size(); i++) {
+            fprintf(out, "%s%s", i ? "," : "", frames[i].c_str());
+        }
+        fprintf(out, "]},\"profiles\":[");
+        bool firstp = true;
+        for (const auto &t : samples) {
+            fprintf(out, "%s{\"type\":\"sampled\",\"name\":\"thread %u\","
+                    "\"unit\":\"none\",\"startValue\":0,\"endValue\":%" PRIu64
+                    ",\"samples\":[", firstp ? "" : ",", t.first,
+                    uint64_t(t.second.size()) * w);
+            firstp = false;
+            for (size_t i = 0; i < t.second.size(); i++) {
+                fprintf(out, "%s[%zu,%zu]", i ? "," : "", t.second[i].first,
+                        t.second[i].second);
+            }
+            fprintf(out, "],\"weights\":[");
+            for (size_t i = 0; i < t.second.size(); i++) {
+                fprintf(out, "%s%" PRIu64, i ? "," : "", w);
+            }
+            fprintf(out, "]}");
+        }
+        fprintf(out, "]}\n");
+        if (fclose(out) != 0) {
+            die(1, "%s: write failed", speedscope.c_str());
+        }
+        printf("\nspeedscope profile: %s (open it at https://www.speedscope.app"
+               " or with `speedscope FILE`)\n", speedscope.c_str());
+    }
+    return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fputs(kUsage, stderr);
+        return 2;
+    }
+    std::string cmd = argv[1];
+    if (cmd == "-h" || cmd == "--help" || cmd == "help") {
+        fputs(kUsage, stdout);
+        return 0;
+    }
+    if (cmd == "--version") {
+        printf("lwp-prof 0.1 (record file version %d)\n", LWPPROF_VERSION);
+        return 0;
+    }
+    if (cmd == "record") {
+        return cmd_record(argc - 2, argv + 2);
+    }
+    if (cmd == "report") {
+        return cmd_report(argc - 2, argv + 2);
+    }
+    die(2, "unknown command '%s' (lwp-prof --help)", cmd.c_str());
+}
