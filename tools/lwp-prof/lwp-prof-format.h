@@ -50,6 +50,9 @@ enum {
 struct lwpprof_thread {
     uint32_t tid;
     uint32_t kind;          /* LWPPROF_THREAD_START or _STOP */
+    uint32_t seq;           /* 1: the main thread; then pthread_create's
+                               calls in the order they were made */
+    uint32_t reserved;      /* 0 */
     uint64_t missed;        /* STOP: LWPCB.MissedEvents */
     uint64_t records;       /* STOP: records this thread wrote */
 };

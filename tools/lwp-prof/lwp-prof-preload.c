@@ -48,6 +48,7 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
+#include <ucontext.h>
 #include <unistd.h>
 #include <x86intrin.h>
 
@@ -55,6 +56,7 @@
 #include "lwp-prof-format.h"
 
 #define TLS __attribute__((tls_model("initial-exec")))
+#define XSTATE_MAGIC1 0x46505853u  /* fx_sw_bytes.magic1 of an XSAVE frame */
 
 static const char *const event_names[LWP_NUM_EVENTS + 1] = {
     NULL, "val", "ire", "bre", "dme", "cnh", "rnh",
@@ -64,8 +66,10 @@ struct thr {
     uint8_t *cb;
     uint8_t *ring;
     uint32_t tid;
+    uint32_t seq;
     uint64_t records;
     int active;
+    struct thr *next;       /* the registry of profiled threads */
 };
 
 static struct {
@@ -77,14 +81,22 @@ static struct {
     uint32_t event_offset;
     pthread_key_t key;
     int threads;            /* threads profiled now */
+    uint32_t seq;           /* threads created (the main thread is 1) */
     uint64_t records;       /* records of every thread */
     int sigio_noted;
+    uint32_t xs_offset;     /* component 62 in the XSAVE area, CPUID 0xD */
+    int flushing;           /* exit: other threads flush on SIGIO */
+    pthread_mutex_t lock;   /* the registry */
+    struct thr *all;
     struct sigaction prog_sigio;    /* the program's SIGIO disposition */
     int (*real_sigaction)(int, const struct sigaction *, struct sigaction *);
+    int (*real_pthread_sigmask)(int, const sigset_t *, sigset_t *);
+    int (*real_sigprocmask)(int, const sigset_t *, sigset_t *);
+    int mask_noted;
     int (*real_pthread_create)(pthread_t *, const pthread_attr_t *,
                                void *(*)(void *), void *);
     void *(*real_dlopen)(const char *, int);
-} g = { .fd = -1 };
+} g = { .fd = -1, .lock = PTHREAD_MUTEX_INITIALIZER };
 
 static __thread struct thr *self TLS;
 
@@ -277,6 +289,52 @@ static void forward_sigio(int sig, siginfo_t *si, void *uc)
  * the drain stores no records.  Any other SIGIO goes to the program's
  * handler, if it has one.
  */
+static void put_stop(struct thr *t)
+{
+    struct lwpprof_thread rec = { 0 };
+    struct iovec v = { &rec, sizeof(rec) };
+
+    rec.tid = t->tid;
+    rec.seq = t->seq;
+    rec.kind = LWPPROF_THREAD_STOP;
+    rec.missed = cb_read64(t, LWPCB_MISSED);
+    rec.records = t->records;
+    put_chunk(LWPPROF_THREAD, &v, 1);
+}
+
+/*
+ * exit() in another thread asked this one to flush (lwp_prof_stop).  The
+ * LWPCB's head is stale until a threshold or LLWPCB, but the interrupted
+ * context's LWP state is in the frame's XSAVE area (docs/linux.md, "The
+ * LWP ABI"): drain up to its head, then clear XSTATE_BV[62] so that the
+ * thread returns with LWP off.
+ */
+static void flush_from_frame(struct thr *t, ucontext_t *uc)
+{
+    uint8_t *fx = (uint8_t *)uc->uc_mcontext.fpregs;
+    uint64_t bv, cbaddr;
+    uint32_t head;
+
+    if (!fx || *(uint32_t *)(fx + 464) != XSTATE_MAGIC1 || !g.xs_offset) {
+        return;
+    }
+    memcpy(&bv, fx + 512, 8);
+    if (!((bv >> LWP_XSTATE_BIT) & 1)) {
+        return;
+    }
+    memcpy(&cbaddr, fx + g.xs_offset + LWP_XS_CBADDR, 8);
+    memcpy(&head, fx + g.xs_offset + LWP_XS_HEAD, 4);
+    if (cbaddr != (uintptr_t)t->cb) {
+        return;     /* the program's own LWPCB: reported at its end */
+    }
+    cb_write32(t, LWPCB_HEAD, head);
+    drain(t);
+    bv &= ~(1ull << LWP_XSTATE_BIT);
+    memcpy(fx + 512, &bv, 8);
+    put_stop(t);
+    __atomic_store_n(&t->active, 0, __ATOMIC_RELEASE);
+}
+
 static void on_sigio(int sig, siginfo_t *si, void *uc)
 {
     int saved = errno;
@@ -284,6 +342,10 @@ static void on_sigio(int sig, siginfo_t *si, void *uc)
 
     if (si && si->si_code == POLL_IN && si->si_fd == -1 && t && t->active) {
         drain(t);
+    } else if (si && si->si_code == SI_TKILL && si->si_pid == getpid() &&
+               __atomic_load_n(&g.flushing, __ATOMIC_ACQUIRE) && t &&
+               t->active) {
+        flush_from_frame(t, uc);
     } else {
         forward_sigio(sig, si, uc);
     }
@@ -330,28 +392,86 @@ static const char *thread_start(struct thr *t)
     }
     t->active = 1;
     __atomic_add_fetch(&g.threads, 1, __ATOMIC_RELAXED);
+    pthread_mutex_lock(&g.lock);
+    t->next = g.all;
+    g.all = t;
+    pthread_mutex_unlock(&g.lock);
     self = t;
     pthread_setspecific(g.key, t);
     rec.tid = t->tid;
+    rec.seq = t->seq;
     rec.kind = LWPPROF_THREAD_START;
     put_chunk(LWPPROF_THREAD, &v, 1);
     return NULL;
 }
 
+static int real_sigmask(int how, const sigset_t *set, sigset_t *old)
+{
+    if (!g.real_pthread_sigmask) {
+        *(void **)&g.real_pthread_sigmask = dlsym(RTLD_NEXT,
+                                                  "pthread_sigmask");
+        if (!g.real_pthread_sigmask) {
+            return ENOSYS;
+        }
+    }
+    return g.real_pthread_sigmask(how, set, old);
+}
+
+/*
+ * A set without SIGIO: LWP's threshold signal must reach every profiled
+ * thread, or its ring fills and LWP counts MissedEvents
+ */
+static const sigset_t *keep_sigio(int how, const sigset_t *set, sigset_t *tmp)
+{
+    if (!set || g.fd < 0 || how == SIG_UNBLOCK || !sigismember(set, SIGIO)) {
+        return set;
+    }
+    *tmp = *set;
+    sigdelset(tmp, SIGIO);
+    if (!__atomic_exchange_n(&g.mask_noted, 1, __ATOMIC_RELAXED)) {
+        note("sigmask: the program blocks SIGIO; lwp-prof leaves it "
+             "unblocked for LWP's threshold signal");
+    }
+    return tmp;
+}
+
+int pthread_sigmask(int how, const sigset_t *set, sigset_t *old)
+{
+    sigset_t tmp;
+
+    return real_sigmask(how, keep_sigio(how, set, &tmp), old);
+}
+
+int sigprocmask(int how, const sigset_t *set, sigset_t *old)
+{
+    sigset_t tmp;
+
+    if (!g.real_sigprocmask) {
+        *(void **)&g.real_sigprocmask = dlsym(RTLD_NEXT, "sigprocmask");
+        if (!g.real_sigprocmask) {
+            errno = ENOSYS;
+            return -1;
+        }
+    }
+    return g.real_sigprocmask(how, keep_sigio(how, set, &tmp), old);
+}
+
 /* Turn LWP off in the calling thread and write what is left */
 static void thread_stop(struct thr *t)
 {
-    struct lwpprof_thread rec = { 0 };
-    struct iovec v = { &rec, sizeof(rec) };
     sigset_t io, old;
     void *cur;
 
-    if (!t || !t->active) {
+    if (!t) {
         return;
     }
     sigemptyset(&io);
     sigaddset(&io, SIGIO);
-    pthread_sigmask(SIG_BLOCK, &io, &old);
+    real_sigmask(SIG_BLOCK, &io, &old);
+    if (!t->active) {
+        real_sigmask(SIG_SETMASK, &old, NULL);
+        return;
+    }
     cur = slwpcb();
     if (cur != t->cb) {
         note("lwp-in-use: thread %u: the program changed the thread's LWPCB "
@@ -362,27 +482,22 @@ static void thread_stop(struct thr *t)
     llwpcb(NULL);   /* flushes the head (and the program's LWPCB, if any) */
     t->active = 0;
     drain(t);
-    rec.tid = t->tid;
-    rec.kind = LWPPROF_THREAD_STOP;
-    rec.missed = cb_read64(t, LWPCB_MISSED);
-    rec.records = t->records;
-    put_chunk(LWPPROF_THREAD, &v, 1);
+    put_stop(t);
     __atomic_sub_fetch(&g.threads, 1, __ATOMIC_RELAXED);
     self = NULL;
-    munmap(t->ring, g.ring_size);
-    munmap(t->cb, 4096);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    real_sigmask(SIG_SETMASK, &old, NULL);
 }
 
+/* The thread's struct stays in the registry (exit may look at it) */
 static void key_destructor(void *p)
 {
     thread_stop(p);
-    free(p);
 }
 
 struct start {
     void *(*fn)(void *);
     void *arg;
+    uint32_t seq;
 };
 
 static void *thread_trampoline(void *p)
@@ -390,9 +505,18 @@ static void *thread_trampoline(void *p)
     struct start s = *(struct start *)p;
     struct thr *t = calloc(1, sizeof(*t));
     const char *why;
+    sigset_t io;
 
     free(p);
+    /*
+     * The creator may have blocked every signal for the new thread (liblzma
+     * does): the threshold signal must get through
+     */
+    sigemptyset(&io);
+    sigaddset(&io, SIGIO);
+    real_sigmask(SIG_UNBLOCK, &io, NULL);
     if (t && g.fd >= 0) {
+        t->seq = s.seq;
         why = thread_start(t);
         if (why) {
             note("thread %u not profiled: %s", gettid_(), why);
@@ -420,6 +544,7 @@ int pthread_create(pthread_t *th, const pthread_attr_t *attr,
     }
     s->fn = fn;
     s->arg = arg;
+    s->seq = __atomic_add_fetch(&g.seq, 1, __ATOMIC_RELAXED);
     int r = g.real_pthread_create(th, attr, thread_trampoline, s);
     if (r) {
         free(s);
@@ -624,6 +749,14 @@ static void lwp_prof_start(void)
         fail(msg);
     }
     g.want |= LWP_FEAT_INT;
+    {
+        uint32_t ea, eb, ec, ed;
+
+        __cpuid_count(0xd, LWP_XSTATE_BIT, ea, eb, ec, ed);
+        g.xs_offset = ea >= LWP_XSAVE_SIZE ? eb : 0;
+        (void)ec;
+        (void)ed;
+    }
     g.event_offset = (b >> LWP_CPUID_EBX_EVENTOFFSET_SHIFT) & 0xff;
     min_ring = ((c & LWP_CAP_MIN_BUFFER_MASK) >> LWP_CAP_MIN_BUFFER_SHIFT) *
                32 * LWP_EVENT_RECORD_SIZE;
@@ -656,6 +789,7 @@ static void lwp_prof_start(void)
     if (!t) {
         fail("out of memory");
     }
+    t->seq = g.seq = 1;
     why = thread_start(t);
     if (why) {
         fail(why);
@@ -663,6 +797,37 @@ static void lwp_prof_start(void)
     put_info(t);
     put_maps();
     pthread_atfork(NULL, NULL, child_after_fork);
+}
+
+/*
+ * Threads still running at exit() have records since their last drain:
+ * SIGIO (from tgkill, SI_TKILL) makes each flush them from its signal
+ * frame.  A thread that blocks SIGIO for a second keeps its records.
+ */
+static void flush_others(void)
+{
+    struct thr *t;
+    int waits;
+
+    __atomic_store_n(&g.flushing, 1, __ATOMIC_RELEASE);
+    pthread_mutex_lock(&g.lock);
+    for (t = g.all; t; t = t->next) {
+        if (__atomic_load_n(&t->active, __ATOMIC_ACQUIRE)) {
+            syscall(SYS_tgkill, getpid(), t->tid, SIGIO);
+        }
+    }
+    for (waits = 0; waits < 1000; waits++) {
+        int busy = 0;
+
+        for (t = g.all; t; t = t->next) {
+            busy |= __atomic_load_n(&t->active, __ATOMIC_ACQUIRE);
+        }
+        if (!busy) {
+            break;
+        }
+        usleep(1000);
+    }
+    pthread_mutex_unlock(&g.lock);
 }
 
 __attribute__((destructor))
@@ -675,6 +840,7 @@ static void lwp_prof_stop(void)
         return;
     }
     thread_stop(self);
+    flush_others();
     put_maps();
     rec.tid = gettid_();
     rec.threads = __atomic_load_n(&g.threads, __ATOMIC_RELAXED);

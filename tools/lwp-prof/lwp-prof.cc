@@ -62,6 +62,8 @@ const char *const kUsage =
     "                        to lwp-prof, $LWP_PROF_QEMU or in PATH, unless\n"
     "                        the CPU has LWP)\n"
     "      --cpu MODEL       qemu's -cpu (default max,+lwp)\n"
+    "      --qemu-arg ARG    one more qemu argument (repeatable), e.g.\n"
+    "                        --qemu-arg -plugin --qemu-arg lib.so\n"
     "      --native          run the program directly (a CPU or VM with LWP)\n"
     "      --preload PATH    the preload library (default: next to lwp-prof)\n"
     "  -q, --quiet           no progress or summary on stderr\n"
@@ -184,6 +186,7 @@ struct MapEntry {
 
 struct ThreadInfo {
     uint32_t tid = 0;
+    unsigned order = 0;     // 1, 2, ...: the order the file names it
     bool started = false, stopped = false;
     uint64_t missed = 0, records = 0;
     uint64_t by_event[256] = {};
@@ -336,6 +339,9 @@ bool walk(const std::vector<uint8_t> &d, Profile *prof, size_t *good_end,
                 }
                 uint32_t tid = rd32(p), n = rd32(p + 4);
                 ThreadInfo &ti = prof->threads[tid];
+                if (!ti.order) {
+                    ti.order = 1000000 + unsigned(prof->threads.size());
+                }
                 ti.tid = tid;
                 for (uint32_t i = 0; i < n; i++) {
                     const uint8_t *r = p + 8 + i * LWP_EVENT_RECORD_SIZE;
@@ -354,6 +360,7 @@ bool walk(const std::vector<uint8_t> &d, Profile *prof, size_t *good_end,
                 lwpprof_thread t;
                 memcpy(&t, p, sizeof(t));
                 ThreadInfo &ti = prof->threads[t.tid];
+                ti.order = t.seq;
                 ti.tid = t.tid;
                 if (t.kind == LWPPROF_THREAD_START) {
                     ti.started = true;
@@ -426,7 +433,7 @@ struct RecordOpts {
                 preload;
     unsigned ring_kb = 1024;
     bool native = false, force_qemu = false, quiet = false;
-    std::vector<std::string> argv;
+    std::vector<std::string> argv, qemu_args;
 };
 
 // Validate "ire:N,bre:N": a message, or "" when good
@@ -561,6 +568,9 @@ int cmd_record(int argc, char **argv)
         } else if (a == "--cpu") {
             o.cpu = need("--cpu");
             o.force_qemu = true;
+        } else if (a == "--qemu-arg") {
+            o.qemu_args.push_back(need("--qemu-arg"));
+            o.force_qemu = true;
         } else if (a == "--native") {
             o.native = true;
         } else if (a == "--preload") {
@@ -591,7 +601,8 @@ int cmd_record(int argc, char **argv)
         die(2, "record: -e %s: %s", o.events.c_str(), bad.c_str());
     }
     if (o.native && o.force_qemu) {
-        die(2, "record: --native runs without qemu: not with --qemu/--cpu");
+        die(2, "record: --native runs without qemu: not with --qemu, --cpu "
+            "or --qemu-arg");
     }
 
     std::string prog = search_path(o.argv[0]);
@@ -650,7 +661,9 @@ int cmd_record(int argc, char **argv)
     }
     std::vector<std::string> args;
     if (!native) {
-        args = {qemu, "-cpu", o.cpu, "-E", "LD_PRELOAD=" + ld, prog};
+        args = {qemu, "-cpu", o.cpu, "-E", "LD_PRELOAD=" + ld};
+        args.insert(args.end(), o.qemu_args.begin(), o.qemu_args.end());
+        args.push_back(prog);
     } else {
         args = {prog};
     }
@@ -904,13 +917,14 @@ public:
 
     // The bytes of [addr, addr+size) from the module's ELF file
     bool code(Dwfl_Module *mod, uint64_t addr, uint64_t size,
-              std::vector<uint8_t> &out)
+              std::vector<uint8_t> &out, uint64_t *biasp)
     {
         GElf_Addr bias = 0;
         Elf *e = dwfl_module_getelf(mod, &bias);
         if (!e) {
             return false;
         }
+        *biasp = bias;
         uint64_t a = addr - bias;
         Elf_Scn *scn = nullptr;
         while ((scn = elf_nextscn(e, scn))) {
@@ -1115,8 +1129,9 @@ void annotate(Symbolizer &sym, const Func &f, uint64_t interval)
     }
     printf("): %" PRIu64 " samples\n", f.samples);
     std::vector<uint8_t> code;
+    uint64_t bias = 0;
     if (!f.has_sym || !f.size || !f.mod ||
-        !sym.code(f.mod, f.start, f.size, code)) {
+        !sym.code(f.mod, f.start, f.size, code, &bias)) {
         printf("  (no code: the symbol has no size or its file is not "
                "readable)\n");
         return;
@@ -1145,8 +1160,10 @@ void annotate(Symbolizer &sym, const Func &f, uint64_t interval)
             len = size_t(n);
         } else {
             cs_insn *insn;
+            // At the file's addresses: the same text whatever the load
+            // address was
             size_t cnt = cs_disasm(cs, code.data() + off, code.size() - off,
-                                   addr, 1, &insn);
+                                   addr - bias, 1, &insn);
             if (cnt == 1) {
                 text = std::string(insn[0].mnemonic) + "\t" + insn[0].op_str;
                 len = insn[0].size;
@@ -1180,7 +1197,7 @@ void annotate(Symbolizer &sym, const Func &f, uint64_t interval)
             }
         }
     }
-    printf("  %8s %6s  %-18s %s\n", "samples", "share", "address",
+    printf("  %8s %6s  %-8s %s\n", "samples", "share", "offset",
            "instruction (samples: Instructions Retired records)");
     bool gap = false;
     for (size_t i = 0; i < lines.size(); i++) {
@@ -1194,15 +1211,15 @@ void annotate(Symbolizer &sym, const Func &f, uint64_t interval)
         }
         const Line &l = lines[i];
         if (!l.src.empty()) {
-            printf("  %26s %s\n", "", l.src.c_str());
+            printf("  %24s %s\n", "", l.src.c_str());
         }
         if (l.samples) {
-            printf("  %8" PRIu64 " %5.1f%%  %-18" PRIx64 " %s\n", l.samples,
-                   100.0 * double(l.samples) / double(f.samples), l.addr,
-                   l.text.c_str());
+            printf("  %8" PRIu64 " %5.1f%%  +0x%-5" PRIx64 " %s\n", l.samples,
+                   100.0 * double(l.samples) / double(f.samples),
+                   l.addr - f.start, l.text.c_str());
         } else {
-            printf("  %8s %6s  %-18" PRIx64 " %s\n", "", "", l.addr,
-                   l.text.c_str());
+            printf("  %8s %6s  +0x%-5" PRIx64 " %s\n", "", "",
+                   l.addr - f.start, l.text.c_str());
         }
     }
     if (gap) {
@@ -1310,9 +1327,16 @@ int cmd_report(int argc, char **argv)
         }
     }
     printf(" from %zu threads\n", prof.threads.size());
+    std::vector<const ThreadInfo *> tord;
     for (const auto &t : prof.threads) {
-        const ThreadInfo &ti = t.second;
-        printf("    thread %u: ", ti.tid);
+        tord.push_back(&t.second);
+    }
+    std::sort(tord.begin(), tord.end(), [](const auto *a, const auto *b) {
+        return a->order != b->order ? a->order < b->order : a->tid < b->tid;
+    });
+    for (const ThreadInfo *tp : tord) {
+        const ThreadInfo &ti = *tp;
+        printf("    thread %u (tid %u): ", ti.order, ti.tid);
         bool first = true;
         for (int id = 1; id < 256; id++) {
             if (ti.by_event[id]) {

@@ -1,0 +1,52 @@
+#!/usr/bin/env python3
+"""Validate a speedscope file: speedscope's own JSON schema
+(speedscope-file-format-schema.json, from the npm package speedscope
+1.25.0, dist/release/file-format-schema.json, MIT licence), then what the
+schema cannot say and speedscope's importer relies on: every frame index
+is in range, samples and weights have the same length, weights are
+positive and endValue - startValue is their sum.
+
+usage: check-speedscope.py FILE [EXPECTED_SAMPLES]
+Prints "speedscope: N profiles, N samples, N frames"; exits 1 if invalid.
+"""
+import json
+import os
+import sys
+
+import jsonschema
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def main():
+    with open(os.path.join(HERE, "speedscope-file-format-schema.json")) as f:
+        schema = json.load(f)
+    with open(sys.argv[1]) as f:
+        doc = json.load(f)
+    jsonschema.validate(doc, schema)
+    nframes = len(doc["shared"]["frames"])
+    total = 0
+    for p in doc["profiles"]:
+        if p["type"] != "sampled":
+            sys.exit("only sampled profiles are expected")
+        if len(p["samples"]) != len(p["weights"]):
+            sys.exit("%s: %d samples, %d weights" %
+                     (p["name"], len(p["samples"]), len(p["weights"])))
+        for stack in p["samples"]:
+            for ix in stack:
+                if not (isinstance(ix, int) and 0 <= ix < nframes):
+                    sys.exit("%s: frame index %r out of range" % (p["name"], ix))
+        if any(w <= 0 for w in p["weights"]):
+            sys.exit("%s: a weight is not positive" % p["name"])
+        if p["endValue"] - p["startValue"] != sum(p["weights"]):
+            sys.exit("%s: endValue - startValue is not the sum of the weights"
+                     % p["name"])
+        total += len(p["samples"])
+    if len(sys.argv) > 2 and total != int(sys.argv[2]):
+        sys.exit("%d samples, expected %s" % (total, sys.argv[2]))
+    print("speedscope: %d profiles, %d samples, %d frames" %
+          (len(doc["profiles"]), total, nframes))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,79 @@
+/*
+ * prof-work: a program whose functions retire known instruction counts,
+ * for tools/lwp-prof/tests/run.sh.
+ *
+ * work_a, work_b and work_c each run one loop of two instructions
+ * (dec, jnz) for a fixed number of iterations, so each retires
+ * 2 * iterations + 2 instructions (mov, the loop, ret) in one stretch.
+ *
+ *   prof-work           main runs work_a, work_b, work_c
+ *   prof-work threads   work_a and work_b in two new threads, work_c in main
+ *   prof-work sigio     installs a SIGIO handler first, then as above
+ *   prof-work lwp       loads its own LWPCB in main after the work, then
+ *                       runs work_a again
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <x86intrin.h>
+
+#define LOOP(n)                                                   \
+    __asm__ volatile("mov $" #n ", %%ecx\n1:\tdec %%ecx\n\tjnz 1b" \
+                     ::: "ecx", "cc")
+
+__attribute__((noinline)) void work_a(void) { LOOP(1000000); }
+__attribute__((noinline)) void work_b(void) { LOOP(3000000); }
+__attribute__((noinline)) void work_c(void) { LOOP(1500000); }
+
+static void *run(void *fn)
+{
+    ((void (*)(void))fn)();
+    return NULL;
+}
+
+static void on_io(int sig)
+{
+    (void)sig;
+}
+
+int main(int argc, char **argv)
+{
+    const char *mode = argc > 1 ? argv[1] : "";
+
+    if (!strcmp(mode, "sigio")) {
+        signal(SIGIO, on_io);
+    }
+    if (!strcmp(mode, "threads")) {
+        pthread_t a, b;
+
+        if (pthread_create(&a, NULL, run, (void *)work_a) ||
+            pthread_create(&b, NULL, run, (void *)work_b)) {
+            return 1;
+        }
+        pthread_join(a, NULL);
+        pthread_join(b, NULL);
+        work_c();
+    } else {
+        work_a();
+        work_b();
+        work_c();
+    }
+    if (!strcmp(mode, "lwp")) {
+        /* A program profiling itself: its LWPCB replaces lwp-prof's */
+        static unsigned char cb[256] __attribute__((aligned(64)));
+        static unsigned char ring[1 << 16] __attribute__((aligned(64)));
+        unsigned int size = sizeof(ring);
+        unsigned long base = (unsigned long)ring;
+
+        memcpy(cb + 4, &size, 4);       /* BufferSize, Flags 0 */
+        memcpy(cb + 8, &base, 8);       /* BufferBase */
+        __llwpcb(cb);
+        work_a();
+    }
+    printf("prof-work %s done\n", mode);
+    return 0;
+}

@@ -1,0 +1,173 @@
+#!/usr/bin/env bash
+# The prof test layer: lwp-prof (tools/lwp-prof, docs/lwp-prof.md) under
+# build/qemu-x86_64.  Last line: "prof: N passed, N failed".
+#
+#   tools/lwp-prof/tests/run.sh [QEMU]
+#
+# Builds lwp-prof in build/lwp-prof, the test program prof-work.c and the
+# TCG plugin insn-count.c, then checks that Instructions Retired samples
+# per function equal the plugin's count of the same run divided by the
+# interval, within one sample; that two runs give the same report; that
+# every thread of a threaded program is sampled; that the speedscope file
+# is valid; that bad input gets a clear error; and that a program's own
+# SIGIO handler and its own LWPCB are reported.
+set -uo pipefail
+. "$(dirname "$0")/../../../scripts/common.sh"
+QEMU=${1:-$BUILD/qemu-x86_64}
+B=$BUILD/lwp-prof
+OUT=$BUILD/prof-tests
+HERE=$TOP/tools/lwp-prof/tests
+PY=/usr/bin/python3
+[ -x "$PY" ] || PY=python3
+pass=0 fail=0
+ok() { echo "PASS $*"; pass=$((pass + 1)); }
+nok() { echo "FAIL $*"; fail=$((fail + 1)); }
+check() { # NAME COMMAND...: passes when the command succeeds
+    local name=$1
+    shift
+    if "$@"; then ok "$name"; else nok "$name"; fi
+}
+finish() { echo "prof: $pass passed, $fail failed"; exit $((fail > 0)); }
+
+mkdir -p "$OUT"
+if ! { [ -f "$B/build.ninja" ] || meson setup "$B" "$TOP" >"$OUT/setup.log" 2>&1; } ||
+   ! ninja -C "$B" -j"${JOBS:-2}" tools/lwp-prof/lwp-prof \
+        tools/lwp-prof/lwp-prof-preload.so >"$OUT/build.log" 2>&1; then
+    cat "$OUT/setup.log" "$OUT/build.log" 2>/dev/null | tail -n 30
+    nok "build lwp-prof"; finish
+fi
+P=$B/tools/lwp-prof/lwp-prof
+export LWP_PROF_QEMU=$QEMU
+gcc -O2 -no-pie -mlwp -pthread -o "$OUT/prof-work" "$HERE/prof-work.c" &&
+gcc -O2 -static -o "$OUT/prof-static" "$HERE/prof-work.c" -mlwp -pthread &&
+gcc -O2 -shared -fPIC -Wall -Werror -I"$SRC/include/qemu" \
+    $(pkg-config --cflags glib-2.0) -o "$OUT/insn-count.so" "$HERE/insn-count.c" ||
+    { nok "build the test program and the plugin"; finish; }
+W=$OUT/prof-work
+I=10007     # the IRE interval: a prime, no multiple of a loop's length
+
+# --- the command line
+check "--help exits 0" "$P" --help >/dev/null
+"$P" frobnicate >/dev/null 2>"$OUT/err"; [ $? = 2 ] && grep -q "unknown command" "$OUT/err" &&
+    ok "an unknown command exits 2" || nok "an unknown command exits 2"
+"$P" record -- "$W" >/dev/null 2>"$OUT/err"; [ $? = 2 ] && grep -q -- "-o FILE is required" "$OUT/err" &&
+    ok "record without -o exits 2" || nok "record without -o exits 2"
+"$P" record -e ire:x -o "$OUT/x" -- "$W" >/dev/null 2>"$OUT/err"; [ $? = 2 ] &&
+    grep -q "not a number" "$OUT/err" && ok "a bad interval exits 2" || nok "a bad interval exits 2"
+"$P" record -e foo:5 -o "$OUT/x" -- "$W" >/dev/null 2>"$OUT/err"; [ $? = 2 ] &&
+    grep -q "unknown event 'foo'" "$OUT/err" && ok "an unknown event exits 2" || nok "an unknown event exits 2"
+
+# Samples per function from the report; instructions per function from the
+# plugin's per-address counts and the program's symbols
+samples() { # REPORT FUNCTION
+    awk -v f="$2" '$5 == f && $2 ~ /%$/ {print $1; exit}' "$1"
+}
+insns() { # COUNTS FUNCTION
+    local lo size
+    read -r lo size < <(nm -S "$W" | awk -v f="$2" '$4 == f {print $1, $2}')
+    awk -v lo=$((16#$lo)) -v size=$((16#$size)) \
+        'BEGIN {n = 0} {if ($1 >= lo && $1 < lo + size) n += $2} END {print n}' "$1"
+}
+exact() { # TAG REPORT COUNTS: each work_ function's samples against the plugin
+    local tag=$1 rep=$2 counts=$3 f n s want iters
+    for f in work_a work_b work_c; do
+        n=$(insns "$counts" $f)
+        s=$(samples "$rep" $f)
+        case $f in work_a) iters=1000000 ;; work_b) iters=3000000 ;; work_c) iters=1500000 ;; esac
+        want=$((2 * iters + 2))  # by hand: mov, iters x (dec, jnz), ret
+        if [ "$n" = "$want" ] && [ -n "$s" ] &&
+           [ $((s * I - n)) -le $I ] && [ $((n - s * I)) -le $I ]; then
+            ok "$tag: $f: $s samples, plugin counted $n instructions (interval $I)"
+        else
+            nok "$tag: $f: ${s:-no} samples, plugin counted $n instructions, by hand $want (interval $I)"
+        fi
+    done
+}
+
+# --- exact: one thread, the plugin counting the same run
+plug=(--qemu-arg -plugin --qemu-arg "$OUT/insn-count.so,out=$OUT/one.counts")
+"$P" record -q -e ire:$I "${plug[@]}" -o "$OUT/one.lwpprof" -- "$W" >"$OUT/one.stdout" 2>"$OUT/one.stderr"
+check "record exits with the program's status (0)" test $? = 0
+"$P" report --top 0 -s "$OUT/one.json" "$OUT/one.lwpprof" >"$OUT/one.report" 2>&1
+check "report exits 0" test $? = 0
+exact "one thread" "$OUT/one.report" "$OUT/one.counts"
+
+# --- exact: three threads (each runs one work_ function)
+plug=(--qemu-arg -plugin --qemu-arg "$OUT/insn-count.so,out=$OUT/thr.counts")
+"$P" record -q -e ire:$I,bre:1009 "${plug[@]}" -o "$OUT/thr.lwpprof" -- "$W" threads >/dev/null 2>&1
+"$P" report --top 0 -s "$OUT/thr.json" "$OUT/thr.lwpprof" >"$OUT/thr.report" 2>&1
+exact "threads" "$OUT/thr.report" "$OUT/thr.counts"
+n=$(grep -cE '^    thread [0-9]+ \(tid [0-9]+\): ire [1-9]' "$OUT/thr.report")
+check "threads: all 3 threads have Instructions Retired samples ($n)" test "$n" = 3
+check "threads: branch statistics name the loops" \
+    grep -qE '^ +[0-9]+ +[0-9.]+% +100\.0%  work_b\+0x7 +work_b\+0x5' "$OUT/thr.report"
+
+# --- two runs, one report (thread ids and file names aside).  One thread:
+# in "threads", how many instructions main spends in pthread_join varies.
+for i in 1 2; do
+    "$P" record -q -e ire:$I,bre:1009 -o "$OUT/det$i.lwpprof" -- "$W" >/dev/null 2>&1
+    "$P" report -s "$OUT/det$i.json" "$OUT/det$i.lwpprof" 2>&1 |
+        sed -e 's/(tid [0-9]*)/(tid)/' -e "s|$OUT/det$i|FILE|g" >"$OUT/det$i.report"
+done
+check "two runs give identical reports" cmp -s "$OUT/det1.report" "$OUT/det2.report"
+
+# --- the viewer file
+total=$(sed -n 's/^Top functions by Instructions Retired samples (\([0-9]*\) samples.*/\1/p' "$OUT/thr.report")
+check "speedscope file is valid for speedscope's schema ($total samples)" \
+    "$PY" "$HERE/check-speedscope.py" "$OUT/thr.json" "$total"
+sed 's/"samples":\[\[/"samples":[[99999,/' "$OUT/one.json" >"$OUT/broken.json"
+! "$PY" "$HERE/check-speedscope.py" "$OUT/broken.json" >/dev/null 2>&1
+check "the validator rejects a frame index out of range" test $? = 0
+
+# --- bad input
+size=$(stat -c %s "$OUT/one.lwpprof")
+head -c $((size / 2 + 3)) "$OUT/one.lwpprof" >"$OUT/cut.lwpprof"
+"$P" report -s - "$OUT/cut.lwpprof" >/dev/null 2>"$OUT/err"; rc=$?
+[ $rc = 1 ] && grep -q "truncated" "$OUT/err" && ok "a truncated file: exit 1, $(cat "$OUT/err")" ||
+    nok "a truncated file (rc $rc: $(cat "$OUT/err"))"
+head -c $((size - 16)) "$OUT/one.lwpprof" >"$OUT/noend.lwpprof"
+"$P" report -s - "$OUT/noend.lwpprof" >/dev/null 2>"$OUT/err"; rc=$?
+[ $rc = 1 ] && grep -q "no END chunk" "$OUT/err" && ok "a file without END: exit 1" ||
+    nok "a file without END (rc $rc: $(cat "$OUT/err"))"
+"$P" report -s - /bin/true >/dev/null 2>"$OUT/err"; rc=$?
+[ $rc = 1 ] && grep -q "not an lwp-prof record file" "$OUT/err" && ok "a foreign file: exit 1, $(cat "$OUT/err")" ||
+    nok "a foreign file (rc $rc: $(cat "$OUT/err"))"
+"$P" report -s - "$OUT/absent.lwpprof" >/dev/null 2>"$OUT/err"; rc=$?
+[ $rc = 1 ] && grep -q "No such file" "$OUT/err" && ok "a missing record file: exit 1" ||
+    nok "a missing record file (rc $rc)"
+"$P" record -o "$OUT/x.lwpprof" -- "$OUT/no-such-program" >/dev/null 2>"$OUT/err"; rc=$?
+[ $rc = 127 ] && grep -q "not found" "$OUT/err" && ok "a missing program: exit 127, $(cat "$OUT/err")" ||
+    nok "a missing program (rc $rc: $(cat "$OUT/err"))"
+"$P" record -o "$OUT/x.lwpprof" -- "$OUT/prof-static" >/dev/null 2>"$OUT/err"; rc=$?
+[ $rc = 126 ] && grep -q "statically linked" "$OUT/err" && ok "a static program: exit 126, $(cat "$OUT/err")" ||
+    nok "a static program (rc $rc: $(cat "$OUT/err"))"
+"$P" record -q -o "$OUT/false.lwpprof" -- false >/dev/null 2>&1
+check "record exits with the program's status (false: 1)" test $? = 1
+
+# --- programs that use SIGIO or LWP themselves
+"$P" record -q -e ire:$I -o "$OUT/sigio.lwpprof" -- "$W" sigio >"$OUT/sigio.stdout" 2>"$OUT/sigio.stderr"
+"$P" report --top 0 -s - "$OUT/sigio.lwpprof" >"$OUT/sigio.report" 2>&1
+check "own SIGIO handler: reported on stderr" grep -q "lwp-prof: sigio: the program installs its own SIGIO handler" "$OUT/sigio.stderr"
+check "own SIGIO handler: reported in the file" grep -q "note: sigio:" "$OUT/sigio.report"
+s=$(samples "$OUT/sigio.report" work_b)
+check "own SIGIO handler: still profiled (work_b: $s samples)" test "$s" -ge 598 -a "$s" -le 601
+"$P" record -q -e ire:$I -o "$OUT/lwp.lwpprof" -- "$W" lwp >/dev/null 2>"$OUT/lwp.stderr"
+"$P" report -s - "$OUT/lwp.lwpprof" >"$OUT/lwp.report" 2>&1
+check "own LWPCB: reported on stderr" grep -q "lwp-prof: lwp-in-use: thread" "$OUT/lwp.stderr"
+check "own LWPCB: reported in the file" grep -q "note: lwp-in-use:" "$OUT/lwp.report"
+
+# --- a real program: xz, two threads
+head -c 2000000 /dev/urandom | base64 >"$OUT/xz-input"
+"$P" record -q -e ire:100003,bre:100003 -o "$OUT/xz.lwpprof" -- \
+    xz -T2 --block-size=1MiB -k -c "$OUT/xz-input" >"$OUT/xz-input.xz" 2>"$OUT/xz.stderr"
+check "xz -T2: record exits 0" test $? = 0
+check "xz: the output decompresses" sh -c "xz -dc '$OUT/xz-input.xz' | cmp -s - '$OUT/xz-input'"
+"$P" report -s "$OUT/xz.json" "$OUT/xz.lwpprof" >"$OUT/xz.report" 2>&1
+check "xz: liblzma is the top module" \
+    sh -c "grep -A1 '^   samples   share   cumul' '$OUT/xz.report' | tail -n 1 | grep -q liblzma"
+n=$(grep -cE '^    thread [0-9]+ \(tid [0-9]+\): ire [1-9]' "$OUT/xz.report")
+check "xz: samples from 3 threads (main and 2 workers: $n)" test "$n" -ge 3
+check "xz: no missed records" sh -c "! grep -q MISSED '$OUT/xz.report'"
+check "xz: liblzma blocks SIGIO in its threads, reported" grep -q "note: sigmask:" "$OUT/xz.report"
+check "xz: speedscope file valid" "$PY" "$HERE/check-speedscope.py" "$OUT/xz.json"
+finish
