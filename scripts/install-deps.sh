@@ -19,6 +19,10 @@ PKGS=(
     cpio
     # bench/host-insns.sh: cachegrind
     valgrind
+    # tools/lwp-prof: symbols and source lines (libdw; libelf-dev is above),
+    # the speedscope check of the prof layer (xz-utils, above: its real
+    # program)
+    libdw-dev python3-jsonschema
 )
 BPO_PKGS=(meson python3-pycotap qemu-system-data)
 

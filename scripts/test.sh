@@ -14,11 +14,13 @@
 #            +lwp (tests/linux)
 #   qtest    lwp-cpuid-test and upstream's test-x86-cpuid-compat
 #   tcg      upstream's x86_64-linux-user check-tcg programs
+#   prof     lwp-prof (tools/lwp-prof) recording programs under
+#            build/qemu-x86_64: exact samples, threads, speedscope, errors
 #
 # LAYERS="engine user" scripts/test.sh runs a subset.
 set -uo pipefail
 . "$(dirname "$0")/common.sh"
-LAYERS=${LAYERS:-engine asan fuzz user system migration linux qtest tcg}
+LAYERS=${LAYERS:-engine asan fuzz user system migration linux qtest tcg prof}
 total_pass=0 total_fail=0
 summary=()
 
@@ -85,6 +87,7 @@ has user && layer_script user "$TOP/tests/user/run.sh" "$BUILD/qemu-x86_64"
 has system && layer_script system "$TOP/tests/system/run.sh" "$BUILD/qemu-system-x86_64"
 has migration && layer_script migration "$TOP/tests/migration/run.sh" "$BUILD/qemu-system-x86_64"
 has linux && layer_script linux "$TOP/tests/linux/run.sh" "$BUILD/qemu-system-x86_64"
+has prof && layer_script prof "$TOP/tools/lwp-prof/tests/run.sh" "$BUILD/qemu-x86_64"
 
 if has qtest; then
     log "qtests"
