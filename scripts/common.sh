@@ -32,3 +32,12 @@ qemu_tarball() {
     esac
     echo "$t"
 }
+
+# Build lwp-prof and its preload library in $BUILD/lwp-prof (the prof
+# layer, the linux layer's guest and the demo use them); the output of
+# meson and ninja goes to LOG.  Prints nothing; fails when the build does.
+build_lwp_prof() { # LOG
+    { [ -f "$BUILD/lwp-prof/build.ninja" ] || meson setup "$BUILD/lwp-prof" "$TOP"; } >"$1" 2>&1 &&
+        ninja -C "$BUILD/lwp-prof" -j"$JOBS" tools/lwp-prof/lwp-prof \
+            tools/lwp-prof/lwp-prof-preload.so >>"$1" 2>&1
+}

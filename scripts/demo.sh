@@ -18,8 +18,7 @@ for cpu in Opteron_G4,+lwp max,+lwp max; do
 done
 
 # lwp-prof: LWP in every thread of an unmodified xz, drained through SIGIO
-[ -f "$BUILD/lwp-prof/build.ninja" ] || meson setup "$BUILD/lwp-prof" "$TOP" >/dev/null
-ninja -C "$BUILD/lwp-prof" -j"$JOBS" tools/lwp-prof/lwp-prof tools/lwp-prof/lwp-prof-preload.so >/dev/null
+build_lwp_prof "$BUILD/demo/lwp-prof-build.log" || die "lwp-prof does not build ($BUILD/demo/lwp-prof-build.log)"
 seq 1 400000 | sed 's/$/ lightweight profiling/' >"$BUILD/demo/xz-input"
 echo
 echo "\$ build/lwp-prof/tools/lwp-prof/lwp-prof record -e ire:100003,bre:100003 -o build/demo/xz.lwpprof -- xz -T2 --block-size=4MiB -k -c build/demo/xz-input > build/demo/xz-input.xz"

@@ -57,8 +57,37 @@ fi
 cp "$busybox" "$root/bin/busybox"
 cp "$src/init-lwp" "$root/init"
 chmod 755 "$root/init"
-(cd "$root" && find . | LC_ALL=C sort | cpio -o -H newc -R 0:0 --quiet) |
-    gzip -9 >"$out/initramfs.gz"
+cpio_gz() { # DIR: DIR as a gzipped newc archive, on stdout
+    (cd "$1" && find . | LC_ALL=C sort | cpio -o -H newc -R 0:0 --quiet) | gzip -9
+}
+cpio_gz "$root" >"$out/initramfs.gz"
+
+# lwp-prof for the max boot, in a second archive that the kernel unpacks
+# over the first (the other boots do without its 5 MB): lwp-prof, its
+# preload library, the dynamic prof-work and the loader and libraries
+# they need, at the paths ldd gives on the host (Debian 12, where they
+# were built); tests/linux/prof-guest runs them
+prof=$out/initramfs-prof
+rm -rf "$prof"
+mkdir -p "$prof/bin" "$prof/tmp"
+lp=$BUILD/lwp-prof/tools/lwp-prof
+if build_lwp_prof "$logs/linux-lwp-prof-build.log" &&
+   gcc -O2 -no-pie -mlwp -pthread -o "$prof/bin/prof-work" "$TOP/tools/lwp-prof/tests/prof-work.c" &&
+   strip -o "$prof/bin/lwp-prof" "$lp/lwp-prof" &&
+   strip -o "$prof/bin/lwp-prof-preload.so" "$lp/lwp-prof-preload.so" &&
+   cp "$src/prof-guest" "$prof/bin/prof-guest" &&
+   libs=$(ldd "$prof/bin/lwp-prof" "$prof/bin/lwp-prof-preload.so" "$prof/bin/prof-work" |
+       awk '$1 ~ /^\// && $1 !~ /:$/ {print $1} $2 == "=>" && $3 ~ /^\// {print $3}' | sort -u) &&
+   [ -n "$libs" ]; then
+    for l in $libs; do
+        mkdir -p "$prof$(dirname "$l")"
+        cp -L "$l" "$prof$l"
+    done
+    { cat "$out/initramfs.gz"; cpio_gz "$prof"; } >"$out/initramfs-max.gz"
+else
+    ko "lwp-prof and a dynamic prof-work for the guest build (log $logs/linux-lwp-prof-build.log)"
+    cp "$out/initramfs.gz" "$out/initramfs-max.gz"
+fi
 
 # The profile table of docs/implementation-choices.md gives CPUID
 # 8000_001C EDX; with XCR0[62] set and LWP_CFG = EDX (spec 8.7.1), EAX
@@ -71,6 +100,8 @@ doc_edx() {
 # boot NAME CPU SMP MODE [EXTRA_APPEND]: boots, leaves the evidence in $ev
 boot() {
     local name=$1 cpu=$2 smp=$3 mode=$4 extra=${5:-} start secs why qstatus=0
+    local initrd=$out/initramfs.gz
+    [ "$name" != max ] || initrd=$out/initramfs-max.gz
     log=$logs/linux-lwp-$name.serial
     rm -f "$log"
     echo "=== our kernel, -cpu $cpu -smp $smp, lwptest=$mode $extra"
@@ -78,7 +109,7 @@ boot() {
     timeout "$boot_timeout" "$qemu" -M pc -accel tcg,thread=multi \
         -cpu "$cpu" -m 512M -smp "$smp" -no-reboot \
         -display none -vga none -nic none -monitor none \
-        -serial "file:$log" -kernel "$bz" -initrd "$out/initramfs.gz" \
+        -serial "file:$log" -kernel "$bz" -initrd "$initrd" \
         -append "console=ttyS0 quiet panic=-1 lwptest=$mode $extra" </dev/null ||
         qstatus=$?
     secs=$(($(date +%s) - start))

@@ -30,10 +30,8 @@ check() { # NAME COMMAND...: passes when the command succeeds
 finish() { echo "prof: $pass passed, $fail failed"; exit $((fail > 0)); }
 
 mkdir -p "$OUT"
-if ! { [ -f "$B/build.ninja" ] || meson setup "$B" "$TOP" >"$OUT/setup.log" 2>&1; } ||
-   ! ninja -C "$B" -j"${JOBS:-2}" tools/lwp-prof/lwp-prof \
-        tools/lwp-prof/lwp-prof-preload.so >"$OUT/build.log" 2>&1; then
-    cat "$OUT/setup.log" "$OUT/build.log" 2>/dev/null | tail -n 30
+if ! build_lwp_prof "$OUT/build.log"; then
+    tail -n 30 "$OUT/build.log"
     nok "build lwp-prof"; finish
 fi
 P=$B/tools/lwp-prof/lwp-prof
