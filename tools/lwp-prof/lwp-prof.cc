@@ -94,6 +94,13 @@ const char *const kEventNames[LWP_NUM_EVENTS + 1] = {
     exit(status);
 }
 
+// An EventId as the report names it: the event, LWPINS's 255, or "other"
+const char *event_label(int id)
+{
+    return id <= LWP_NUM_EVENTS ? kEventNames[id]
+           : id == LWP_EVENT_ID_INS ? "lwpins" : "other";
+}
+
 int event_id(const std::string &name)
 {
     for (int id = 2; id <= LWP_NUM_EVENTS; id++) {
@@ -1321,9 +1328,7 @@ int cmd_report(int argc, char **argv)
     for (int id = 1; id < 256; id++) {
         if (by_event[id]) {
             printf(", %s %" PRIu64,
-                   id <= LWP_NUM_EVENTS ? kEventNames[id]
-                   : id == LWP_EVENT_ID_INS ? "lwpins" : "other",
-                   by_event[id]);
+                   event_label(id), by_event[id]);
         }
     }
     printf(" from %zu threads\n", prof.threads.size());
@@ -1341,8 +1346,7 @@ int cmd_report(int argc, char **argv)
         for (int id = 1; id < 256; id++) {
             if (ti.by_event[id]) {
                 printf("%s%s %" PRIu64, first ? "" : ", ",
-                       id <= LWP_NUM_EVENTS ? kEventNames[id] : "other",
-                       ti.by_event[id]);
+                       event_label(id), ti.by_event[id]);
                 first = false;
             }
         }

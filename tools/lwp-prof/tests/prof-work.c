@@ -11,6 +11,14 @@
  *   prof-work sigio     installs a SIGIO handler first, then as above
  *   prof-work lwp       loads its own LWPCB in main after the work, then
  *                       runs work_a again
+ *   prof-work lwpinsn   main runs work_l only: LWP's own instructions in a
+ *                       hot function (the annotated disassembly names them)
+ *
+ * work_l runs LWPINS once, then a loop of four instructions (SLWPCB,
+ * LWPVAL, dec, jnz) 200,000 times: 4 * 200000 + 3 instructions (mov,
+ * LWPINS, the loop, ret).  lwp-prof enables no LWPVAL event, so LWPVAL
+ * does nothing; SLWPCB reads lwp-prof's LWPCB; LWPINS stores one record
+ * (event 255) in lwp-prof's ring.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -28,6 +36,17 @@
 __attribute__((noinline)) void work_a(void) { LOOP(1000000); }
 __attribute__((noinline)) void work_b(void) { LOOP(3000000); }
 __attribute__((noinline)) void work_c(void) { LOOP(1500000); }
+
+__attribute__((noinline)) void work_l(void)
+{
+    __asm__ volatile("mov $200000, %%ecx\n"
+                     "\tlwpins $7, %%ecx, %%edx\n"
+                     "1:\tslwpcb %%rax\n"
+                     "\tlwpval $1, %%ecx, %%edx\n"
+                     "\tdec %%ecx\n"
+                     "\tjnz 1b"
+                     ::: "rax", "ecx", "cc");
+}
 
 static void *run(void *fn)
 {
@@ -57,6 +76,8 @@ int main(int argc, char **argv)
         pthread_join(a, NULL);
         pthread_join(b, NULL);
         work_c();
+    } else if (!strcmp(mode, "lwpinsn")) {
+        work_l();
     } else {
         work_a();
         work_b();

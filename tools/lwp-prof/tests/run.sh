@@ -154,6 +154,43 @@ check "own SIGIO handler: still profiled (work_b: $s samples)" test "$s" -ge 598
 check "own LWPCB: reported on stderr" grep -q "lwp-prof: lwp-in-use: thread" "$OUT/lwp.stderr"
 check "own LWPCB: reported in the file" grep -q "note: lwp-in-use:" "$OUT/lwp.report"
 
+# --- LWP's own instructions in a hot function: the annotated disassembly
+# names them as binutils' objdump does for the same bytes.  work_l runs
+# LWPINS once, then SLWPCB and LWPVAL in its loop (prof-work.c); the
+# oracle is objdump -d of the same binary, at each instruction of work_l
+# whose encoding starts with the XOP escape 8F (every LWP instruction's)
+plug=(--qemu-arg -plugin --qemu-arg "$OUT/insn-count.so,out=$OUT/lwpinsn.counts")
+"$P" record -q -e ire:$I "${plug[@]}" -o "$OUT/lwpinsn.lwpprof" -- "$W" lwpinsn >/dev/null 2>&1
+check "LWP instructions: record exits 0" test $? = 0
+"$P" report --top 3 --annotate 1 -s - "$OUT/lwpinsn.lwpprof" >"$OUT/lwpinsn.report" 2>&1
+n=$(insns "$OUT/lwpinsn.counts" work_l)
+s=$(samples "$OUT/lwpinsn.report" work_l)
+want=$((4 * 200000 + 3))     # by hand: mov, lwpins, 200000 x (slwpcb, lwpval, dec, jnz), ret
+[ "$n" = "$want" ] && [ -n "$s" ] && [ $((s * I - n)) -le $I ] && [ $((n - s * I)) -le $I ] &&
+    ok "LWP instructions: work_l: $s samples, plugin counted $n instructions (interval $I)" ||
+    nok "LWP instructions: work_l: ${s:-no} samples, plugin counted $n instructions, by hand $want"
+check "LWP instructions: the report counts LWPINS's one record" \
+    grep -qE '^  records: [0-9]+, .*lwpins 1 from 1 threads$' "$OUT/lwpinsn.report"
+check "LWP instructions: so does its thread's line" \
+    grep -qE '^    thread 1 \(tid [0-9]+\): ire [0-9]+, lwpins 1$' "$OUT/lwpinsn.report"
+start=$(nm "$W" | awk '$3 == "work_l" {print $1}')
+objdump -d --disassemble=work_l "$W" |
+    awk -F'\t' 'NF >= 3 && $2 ~ /^8f / {sub(/:$/, "", $1); split($3, m, " "); print $1, m[1]}' \
+        >"$OUT/lwpinsn.objdump"
+# the report's "+0xOFFSET MNEMONIC" lines of work_l's annotated disassembly
+sed -n '/^work_l (prof-work)/,/^$/p' "$OUT/lwpinsn.report" |
+    awk '{for (i = 1; i < NF; i++) if ($i ~ /^\+0x[0-9a-f]+$/) {print $i, $(i + 1); next}}' \
+        >"$OUT/lwpinsn.annotated"
+k=0
+while read -r addr mn; do
+    off=$(printf '+0x%x' $((16#$addr - 16#$start)))
+    got=$(awk -v o="$off" '$1 == o {print $2}' "$OUT/lwpinsn.annotated")
+    [ "$got" = "$mn" ] && ok "LWP instructions: work_l$off is '$got', as objdump names it" ||
+        nok "LWP instructions: work_l$off is '${got:-missing}', objdump says '$mn'"
+    k=$((k + 1))
+done <"$OUT/lwpinsn.objdump"
+check "LWP instructions: objdump finds 3 XOP instructions in work_l ($k)" test "$k" = 3
+
 # --- a real program: xz, two threads
 head -c 2000000 /dev/urandom | base64 >"$OUT/xz-input"
 "$P" record -q -e ire:100003,bre:100003 -o "$OUT/xz.lwpprof" -- \
