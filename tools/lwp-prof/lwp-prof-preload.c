@@ -20,8 +20,11 @@
  * - sigaction and signal are interposed: a program that installs its own
  *   SIGIO handler is reported (stderr and a NOTE chunk); lwp-prof keeps
  *   the signal and forwards to the program's handler every SIGIO that is
- *   not LWP's.  A program that loads its own LWPCB is reported when its
- *   thread ends (SLWPCB no longer returns ours).
+ *   not LWP's.  A program that loads its own LWPCB is reported at the
+ *   first threshold signal that interrupts it (the signal frame's
+ *   component 62 holds another LWPCB; the signal is then the program's and
+ *   is forwarded), else when its thread ends (SLWPCB no longer returns
+ *   ours).
  *
  * Environment (set by lwp-prof record): LWP_PROF_OUT, the record file;
  * LWP_PROF_EVENTS, "ire:N,bre:N,..."; LWP_PROF_RING_KB and
@@ -69,6 +72,7 @@ struct thr {
     uint32_t seq;
     uint64_t records;
     int active;
+    int own_noted;          /* the program's own LWPCB is reported */
     struct thr *next;       /* the registry of profiled threads */
 };
 
@@ -303,6 +307,41 @@ static void put_stop(struct thr *t)
 }
 
 /*
+ * The LWPCB address and BufferHeadOffset of the interrupted context, from
+ * the signal frame's XSAVE area (component 62): 0 when the frame has no
+ * XSAVE area or LWP is off in it
+ */
+static int frame_lwp(ucontext_t *uc, uint64_t *cbaddr, uint32_t *head)
+{
+    uint8_t *fx = uc ? (uint8_t *)uc->uc_mcontext.fpregs : NULL;
+    uint64_t bv;
+
+    if (!fx || *(uint32_t *)(fx + 464) != XSTATE_MAGIC1 || !g.xs_offset) {
+        return 0;
+    }
+    memcpy(&bv, fx + 512, 8);
+    if (!((bv >> LWP_XSTATE_BIT) & 1)) {
+        return 0;
+    }
+    memcpy(cbaddr, fx + g.xs_offset + LWP_XS_CBADDR, 8);
+    memcpy(head, fx + g.xs_offset + LWP_XS_HEAD, 4);
+    return *cbaddr != 0;
+}
+
+/* The program loaded its own LWPCB in this thread: say so, once */
+static void own_lwpcb(struct thr *t, uint64_t cur, const char *when)
+{
+    if (t->own_noted) {
+        return;
+    }
+    t->own_noted = 1;
+    note("lwp-in-use: thread %u: the program changed the thread's LWPCB "
+         "(SLWPCB is %p, not lwp-prof's %p; found %s): its own use of LWP "
+         "replaced lwp-prof's, whose records stop there", t->tid,
+         (void *)(uintptr_t)cur, (void *)t->cb, when);
+}
+
+/*
  * exit() in another thread asked this one to flush (lwp_prof_stop).  The
  * LWPCB's head is stale until a threshold or LLWPCB, but the interrupted
  * context's LWP state is in the frame's XSAVE area (docs/linux.md, "The
@@ -315,20 +354,16 @@ static void flush_from_frame(struct thr *t, ucontext_t *uc)
     uint64_t bv, cbaddr;
     uint32_t head;
 
-    if (!fx || *(uint32_t *)(fx + 464) != XSTATE_MAGIC1 || !g.xs_offset) {
+    if (!frame_lwp(uc, &cbaddr, &head)) {
         return;
     }
-    memcpy(&bv, fx + 512, 8);
-    if (!((bv >> LWP_XSTATE_BIT) & 1)) {
-        return;
-    }
-    memcpy(&cbaddr, fx + g.xs_offset + LWP_XS_CBADDR, 8);
-    memcpy(&head, fx + g.xs_offset + LWP_XS_HEAD, 4);
     if (cbaddr != (uintptr_t)t->cb) {
-        return;     /* the program's own LWPCB: reported at its end */
+        own_lwpcb(t, cbaddr, "at exit");
+        return;     /* the program's own LWPCB: its thread end turns it off */
     }
     cb_write32(t, LWPCB_HEAD, head);
     drain(t);
+    memcpy(&bv, fx + 512, 8);
     bv &= ~(1ull << LWP_XSTATE_BIT);
     memcpy(fx + 512, &bv, 8);
     put_stop(t);
@@ -339,9 +374,20 @@ static void on_sigio(int sig, siginfo_t *si, void *uc)
 {
     int saved = errno;
     struct thr *t = self;
+    uint64_t cbaddr;
+    uint32_t head;
 
     if (si && si->si_code == POLL_IN && si->si_fd == -1 && t && t->active) {
+        /*
+         * LWP's threshold signal.  When the interrupted context runs
+         * another LWPCB, the program loaded its own: the threshold is
+         * that LWPCB's, so the signal is the program's too
+         */
         drain(t);
+        if (frame_lwp(uc, &cbaddr, &head) && cbaddr != (uintptr_t)t->cb) {
+            own_lwpcb(t, cbaddr, "at a threshold signal");
+            forward_sigio(sig, si, uc);
+        }
     } else if (si && si->si_code == SI_TKILL && si->si_pid == getpid() &&
                __atomic_load_n(&g.flushing, __ATOMIC_ACQUIRE) && t &&
                t->active) {
@@ -474,10 +520,7 @@ static void thread_stop(struct thr *t)
     }
     cur = slwpcb();
     if (cur != t->cb) {
-        note("lwp-in-use: thread %u: the program changed the thread's LWPCB "
-             "(SLWPCB is %p, not lwp-prof's %p): its own use of LWP replaced "
-             "lwp-prof's, whose records stop there", t->tid, cur,
-             (void *)t->cb);
+        own_lwpcb(t, (uintptr_t)cur, "when the thread ended");
     }
     llwpcb(NULL);   /* flushes the head (and the program's LWPCB, if any) */
     t->active = 0;

@@ -11,6 +11,10 @@
  *   prof-work sigio     installs a SIGIO handler first, then as above
  *   prof-work lwp       loads its own LWPCB in main after the work, then
  *                       runs work_a again
+ *   prof-work lwpint    profiles itself: a SIGIO handler, its own LWPCB
+ *                       with Instructions Retired every 10007 and the
+ *                       threshold interrupt every 32 records, work_a;
+ *                       prints how many threshold signals it got
  *   prof-work lwpinsn   main runs work_l only: LWP's own instructions in a
  *                       hot function (the annotated disassembly names them)
  *
@@ -23,6 +27,7 @@
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #define _GNU_SOURCE
+#include <cpuid.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -59,6 +64,50 @@ static void on_io(int sig)
     (void)sig;
 }
 
+/* "lwpint": the LWPCB, its ring and the threshold signals it got */
+static unsigned char own_cb[256] __attribute__((aligned(64)));
+static unsigned char own_ring[1 << 16] __attribute__((aligned(64)));
+static volatile int own_signals;
+
+static void put32(unsigned char *p, unsigned int v)
+{
+    memcpy(p, &v, 4);
+}
+
+static void on_own_io(int sig, siginfo_t *si, void *uc)
+{
+    (void)sig;
+    (void)uc;
+    if (si->si_code == POLL_IN && si->si_fd == -1) {
+        own_signals++;
+        memcpy(own_cb + 0x40, own_cb + 0x10, 4);  /* tail = head: drained */
+    }
+}
+
+static void self_profile(void)
+{
+    struct sigaction sa;
+    unsigned int a, b, c, d, ev;
+    unsigned long base = (unsigned long)own_ring;
+
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_sigaction = on_own_io;
+    sa.sa_flags = SA_SIGINFO;
+    sigaction(SIGIO, &sa, NULL);
+    __cpuid(0x8000001c, a, b, c, d);
+    ev = b >> 24;                               /* EventOffset */
+    put32(own_cb, 0x80000004u);                 /* Flags: INT, IRE */
+    put32(own_cb + 4, sizeof(own_ring));        /* BufferSize */
+    memcpy(own_cb + 8, &base, 8);               /* BufferBase */
+    put32(own_cb + 0x20, 32 * 32);              /* BufferThresholdOffset */
+    put32(own_cb + ev + 8, 10007);              /* IRE EventInterval */
+    put32(own_cb + ev + 12, 10007);             /* IRE EventCounter */
+    __llwpcb(own_cb);
+    work_a();
+    __llwpcb(NULL);
+    printf("own threshold signals: %d\n", own_signals);
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "";
@@ -78,6 +127,8 @@ int main(int argc, char **argv)
         work_c();
     } else if (!strcmp(mode, "lwpinsn")) {
         work_l();
+    } else if (!strcmp(mode, "lwpint")) {
+        self_profile();
     } else {
         work_a();
         work_b();

@@ -153,6 +153,16 @@ check "own SIGIO handler: still profiled (work_b: $s samples)" test "$s" -ge 598
 "$P" report -s - "$OUT/lwp.lwpprof" >"$OUT/lwp.report" 2>&1
 check "own LWPCB: reported on stderr" grep -q "lwp-prof: lwp-in-use: thread" "$OUT/lwp.stderr"
 check "own LWPCB: reported in the file" grep -q "note: lwp-in-use:" "$OUT/lwp.report"
+# its own LWPCB with the threshold interrupt: reported at its first
+# threshold signal, which goes to the program's handler, not lwp-prof's
+"$P" record -q -e ire:$I -o "$OUT/lwpint.lwpprof" -- "$W" lwpint >"$OUT/lwpint.stdout" 2>"$OUT/lwpint.stderr"
+check "own LWPCB with its threshold interrupt: record exits 0" test $? = 0
+n=$(sed -n 's/^own threshold signals: //p' "$OUT/lwpint.stdout")
+check "own LWPCB: the program gets its threshold signals (${n:-none}; 200 records / 32)" \
+    test "${n:-0}" -ge 5 -a "${n:-0}" -le 7
+check "own LWPCB: reported once, at its first threshold signal" \
+    test "$(grep -c "lwp-prof: lwp-in-use: thread .*found at a threshold signal" "$OUT/lwpint.stderr")" = 1 \
+    -a "$(grep -c "lwp-in-use" "$OUT/lwpint.stderr")" = 1
 
 # --- LWP's own instructions in a hot function: the annotated disassembly
 # names them as binutils' objdump does for the same bytes.  work_l runs
