@@ -109,6 +109,19 @@ for i in 1 2; do
 done
 check "two runs give identical reports" cmp -s "$OUT/det1.report" "$OUT/det2.report"
 
+# --- Branches Retired samples: each work_ loop's JNZ (at +0x7: a 5-byte MOV
+# and a 2-byte DEC before it) retires once per iteration, and at interval
+# 1009 one branch in 1010 is sampled: samples = iterations / 1010, within one
+for fi in work_a:1000000 work_b:3000000 work_c:1500000; do
+    f=${fi%%:*} it=${fi#*:}
+    s=$(awk -v b="$f+0x7" '$4 == b {print $1; exit}' "$OUT/det1.report")
+    if [ -n "$s" ] && [ $((s * 1010 - it)) -le 1010 ] && [ $((it - s * 1010)) -le 1010 ]; then
+        ok "branches: $f+0x7: $s samples for $it branches at interval 1009"
+    else
+        nok "branches: $f+0x7: ${s:-no} samples, want $it / 1010 within one"
+    fi
+done
+
 # --- the viewer file
 total=$(sed -n 's/^Top functions by Instructions Retired samples (\([0-9]*\) samples.*/\1/p' "$OUT/thr.report")
 check "speedscope file is valid for speedscope's schema ($total samples)" \
