@@ -10,8 +10,9 @@
 #            (tests/system)
 #   migration  the system-mode guest profiling across migrate-to-file and
 #            savevm/loadvm, against an uninterrupted run (tests/migration)
-#   linux    Debian 12's kernel booted under build/qemu-system-x86_64 with
-#            +lwp (tests/linux)
+#   linux    Debian 12's kernel, then ours (linux/patches, built by
+#            scripts/build-linux.sh) running LWP programs, booted under
+#            build/qemu-system-x86_64 with +lwp (tests/linux)
 #   qtest    lwp-cpuid-test and upstream's test-x86-cpuid-compat
 #   tcg      upstream's x86_64-linux-user check-tcg programs
 #   prof     lwp-prof (tools/lwp-prof) recording programs under
