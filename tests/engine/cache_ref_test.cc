@@ -15,19 +15,17 @@
 #include <unistd.h>
 
 #include "lwp-engine.h"
+#include "naive_model.h"
 
 namespace
 {
 
-// splitmix64, as in the engine's randomisation (choice 18)
+// splitmix64, the test model's (choice 18)
 struct Rng {
     uint64_t state;
     uint64_t next()
     {
-        uint64_t z = (state += 0x9e3779b97f4a7c15ull);
-        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-        return z ^ (z >> 31);
+        return naive::Model::splitmix64(&state);
     }
     uint64_t below(uint64_t n)
     {

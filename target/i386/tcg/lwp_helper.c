@@ -358,14 +358,13 @@ void lwp_x86_unretire(CPUX86State *env, const TranslationBlock *tb,
  * the instructions retired so far (spec 2.2, 2.3, 5.2, 7.3; choice 54),
  * and take them again (@sign -1) once the counters are written, before
  * anything can raise an exception (which would give them back again).
- * Found as an exception finds them (x86_restore_state_to_opc): nothing
- * in the TB's code pays for it.
+ * Found as an exception finds them, with x86_unwind_eip like
+ * x86_restore_state_to_opc: nothing in the TB's code pays for it.
  */
 void lwp_x86_flush_recount(CPUX86State *env, uintptr_t ra, int32_t sign)
 {
     TranslationBlock *tb;
     uint64_t data[TARGET_INSN_START_WORDS];
-    uint64_t pc, cs_base;
     target_ulong eip;
     uint32_t index;
     int kind;
@@ -378,12 +377,7 @@ void lwp_x86_flush_recount(CPUX86State *env, uintptr_t ra, int32_t sign)
         !cpu_unwind_state_data(env_cpu(env), ra, data)) {
         return;
     }
-    cs_base = x86_tb_cs_base(tb->cs_base);
-    pc = data[0];
-    if (tb_cflags(tb) & CF_PCREL) {
-        pc |= (env->eip + cs_base) & TARGET_PAGE_MASK;
-    }
-    eip = (tb->flags & HF_CS64_MASK) ? pc : (uint32_t)(pc - cs_base);
+    eip = x86_unwind_eip(env, tb, data[0]);
     index = extract64(data[2], 0, LWP_UNWIND_BRANCH_SHIFT);
     kind = (int)(data[2] >> LWP_UNWIND_BRANCH_SHIFT) - 1;
     lwp_recount_at(env, tb->flags, tb->cs_base >> LWP_TB_CS_SHIFT, eip,
