@@ -25,7 +25,9 @@ if [ ! -f "$QBUILD/build.ninja" ]; then
         { tail -n 30 "$BUILD/configure.log"; die "configure failed (see $BUILD/configure.log)"; }
 fi
 log "building QEMU (ninja -j$JOBS)"
-ninja -C "$QBUILD" -j"$JOBS" qemu-x86_64 qemu-system-x86_64 "$@" >"$BUILD/ninja.log" 2>&1 ||
+# (execlog: the user layer's independent trace of DCache loads)
+ninja -C "$QBUILD" -j"$JOBS" qemu-x86_64 qemu-system-x86_64 \
+    contrib/plugins/libexeclog.so "$@" >"$BUILD/ninja.log" 2>&1 ||
     { grep -E -B2 -A12 'error|FAILED' "$BUILD/ninja.log" | head -n 80;
       die "build failed (see $BUILD/ninja.log)"; }
 

@@ -15,7 +15,7 @@
 
 import sys
 
-L1, DRAM = 1, 4
+L1, L2, L3, DRAM = 1, 2, 3, 4
 TOP = 2**64 - 1
 
 

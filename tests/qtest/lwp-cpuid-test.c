@@ -144,10 +144,12 @@ static void test_max_without_lwp(void)
 
 /*
  * -cpu max,+lwp reports what the implementation supports: LwpAvail,
- * LwpVAL, LwpIRE, LwpBRE, LwpCNH, LwpRNH (events 1-3, 5 and 6) and LwpInt,
+ * LwpVAL, LwpIRE, LwpBRE, LwpDME, LwpCNH, LwpRNH (events 1-6) and LwpInt,
  * so EBX describes an LWPCB with six event slots (LwpCbSize 0x10 + 6,
  * LwpEventSize 0x20, LwpMaxEvents 6, LwpEventOffset 0x80), and ECX is
- * LwpIpFiltering (bit 29), LwpVersion 1, LwpMinBufferSize 1.
+ * LwpCacheLatency and LwpCacheLevels (bits 31, 30), LwpIpFiltering (29),
+ * LwpVersion 1, LwpMinBufferSize 1, LwpLatencyRnd 0, LwpDataAddress (5)
+ * and LwpLatencyMax 16.
  */
 static void test_max_with_lwp(void)
 {
@@ -155,26 +157,27 @@ static void test_max_with_lwp(void)
 
     g_assert_cmphex(w.ext3_ecx & (1u << 15), ==, 1u << 15);
     g_assert_cmphex(w.xcr0_hi & (1u << 30), ==, 1u << 30);
-    g_assert_cmphex(w.edx, ==, 0x8000006F);
+    g_assert_cmphex(w.edx, ==, 0x8000007F);
     g_assert_cmphex(w.ebx, ==, 0x80062016);
-    g_assert_cmphex(w.ecx, ==, 0x20010200);
+    g_assert_cmphex(w.ecx, ==, 0xE0010230);
     g_assert_cmphex(w.xlevel, >=, LWP_LEAF);
 }
 
 /*
- * TCG filters the sub-features it does not implement (DCache misses and
- * branch prediction), and says so; IP filtering and the clock events are
- * implemented, so a Family 15h model can be given them
+ * TCG filters the sub-feature it does not implement (branch prediction),
+ * and says so; DCache misses with the latency filter, IP filtering and
+ * the clock events are implemented, so a Family 15h model can be given
+ * them, and DME brings LwpLatencyMax 16 (the lwp-latency-max default)
  */
 static void test_unimplemented_are_filtered(void)
 {
-    LwpWords w = get_words("Opteron_G4,+lwp,+lwp-dme,+lwp-cnh,+lwp-rnh,"
-                           "+lwp-ipf,+lwp-bpred");
+    LwpWords w = get_words("Opteron_G4,+lwp,+lwp-dme,+lwp-cache-latency,"
+                           "+lwp-cnh,+lwp-rnh,+lwp-ipf,+lwp-bpred");
 
-    g_assert_cmphex(w.edx, ==, 0x8000006F);
-    g_assert_cmphex(w.filtered_edx, ==, 1u << 4);
+    g_assert_cmphex(w.edx, ==, 0x8000007F);
+    g_assert_cmphex(w.filtered_edx, ==, 0);
     g_assert_cmphex(w.filtered_ecx, ==, 1u << 28);
-    g_assert_cmphex(w.ecx, ==, 0x20010200);
+    g_assert_cmphex(w.ecx, ==, 0xA0010210);
     /* LwpMaxEvents 6, LwpCbSize 0x10 + 6 */
     g_assert_cmphex(w.ebx, ==, 0x80062016);
 }

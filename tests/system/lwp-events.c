@@ -754,6 +754,117 @@ static void test_threshold_seq(const struct seq_run *run)
     report_prefix_pop();
 }
 
+/*
+ * ---- DCache Misses at CPL3 (spec 2.4, choices 53 and 55) ----
+ *
+ * Pointer chases through lists whose strides make the documented cache
+ * model (docs/cache-model.md, default configuration) supply each load
+ * from a known level: an 8 KiB list fits L1, so its second pass misses
+ * nothing; 16 lines one page apart all fall in L1 set 0 (4 ways) and in
+ * 16 sets of L2, so each pass misses L1 and, the second time, L2
+ * supplies them (SRC 0, 20 cycles).  Interval 1 with Random 0: every
+ * second eligible miss stores a record.  A CPL0 chase adds nothing.
+ */
+static u8 dme_l1[8192] __attribute__((aligned(4096)));
+static u8 dme_l2[16 * 4096] __attribute__((aligned(4096)));
+
+struct dme_chase {
+    struct lwpcb *cb;
+    void *start;
+    u64 n;
+};
+
+/* CPL3: enable LWP, chase n steps, disable it; only the chase loads */
+static void dme_chase_user(void *arg)
+{
+    struct dme_chase *c = arg;
+    void *p = c->start;
+    u64 n = c->n;
+
+    asm volatile("llwpcb %[cb]\n"
+                 "1: mov (%[p]), %[p]\n"
+                 "dec %[n]\n"
+                 "jnz 1b\n"
+                 "llwpcb %[zero]"
+                 : [p] "+r"(p), [n] "+r"(n)
+                 : [cb] "r"(c->cb), [zero] "r"(0ul) : "memory", "cc");
+}
+
+/* A cyclic list of @count pointers @stride bytes apart */
+static void *dme_list(u8 *base, u64 stride, u64 count)
+{
+    for (u64 i = 0; i < count; i++) {
+        *(void **)(base + i * stride) = base + ((i + 1) % count) * stride;
+    }
+    return base;
+}
+
+/* Chase at CPL3 with DME at interval 1; returns the records stored */
+static u32 dme_run(void *start, u64 n)
+{
+    struct dme_chase c = { &cb, start, n };
+
+    put_cb(LWP_DME, sizeof(ring), 0);
+    cb.event[3].interval = 1;
+    cb.event[3].counter = 1;
+    run_in_user(dme_chase_user, &c);
+    return cb.head / RECORD_SIZE;
+}
+
+static void test_dme(void)
+{
+    u32 n, bad = 0, ctr[NR_EVENTS];
+    u8 *p;
+
+    if (!has(LWP_DME)) {
+        report_skip("DCache Misses: not in CPUID 0x8000001C EDX");
+        return;
+    }
+    lwp_config(LWP_DME, VECTOR_A);
+    dme_list(dme_l1, 64, 128);
+    n = dme_run(dme_l1, 128);
+    report(n == 64, "DME at CPL3: first pass over 128 new lines, interval 1 "
+           "- expect 64 records (got %u)", n);
+    n = dme_run(dme_l1, 128);
+    report(n == 0, "DME at CPL3: second pass over 8 KiB - expect no L1 "
+           "miss (got %u records)", n);
+
+    dme_list(dme_l2, 4096, 16);
+    dme_run(dme_l2, 16);
+    n = dme_run(dme_l2, 16);
+    for (unsigned i = 0; i < n; i++) {
+        struct lwp_record *r = &ring[i];
+        u32 w0 = r->event_id | r->core_id << 8 | (u32)r->flags << 16;
+
+        p = (u8 *)(uintptr_t)r->data2;
+        if (r->event_id != 4 || r->core_id != CORE_ID ||
+            w0 >> 29 != 0 || !(w0 & (1u << 28)) || r->data1 != 20 ||
+            p < dme_l2 || p >= dme_l2 + sizeof(dme_l2) ||
+            (uintptr_t)p % 4096) {
+            bad++;
+        }
+    }
+    report(n == 8 && !bad, "DME at CPL3: 16 lines of L1 set 0 again - "
+           "expect 8 records, each with DAV, SRC 0, latency 20 and a "
+           "line of the list (got %u, %u wrong)", n, bad);
+
+    /* CPL0 with DME enabled: nothing counts */
+    put_cb(LWP_DME, sizeof(ring), 0);
+    cb.event[3].interval = 1;
+    cb.event[3].counter = 1;
+    asm volatile("llwpcb %0" : : "r"(&cb) : "memory");
+    p = dme_l2;
+    for (unsigned i = 0; i < 64; i++) {
+        p = *(u8 * volatile *)p;
+    }
+    slwpcb();
+    cb_counters(ctr);
+    lwp_stop();
+    report(cb.head == 0 && ctr[3] == 1, "DME at CPL0: 64 L1 misses with LWP "
+           "enabled - expect no record and the counter still 1 (head %u, "
+           "counter %u)", cb.head, ctr[3]);
+}
+
 static void test_threshold(void)
 {
     /* one event each: records of one instruction would share a vector */
@@ -808,6 +919,7 @@ void test_lwp_events(void)
     setup_syscall();
     test_counting();
     test_threshold();
+    test_dme();
     lwp_stop();
     wrmsr(MSR_LWP_CFG, 0);
     report_prefix_pop();

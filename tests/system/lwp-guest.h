@@ -28,6 +28,7 @@
 #define LWP_VAL             BIT(1)
 #define LWP_IRE             BIT(2)
 #define LWP_BRE             BIT(3)
+#define LWP_DME             BIT(4)
 #define LWP_CNH             BIT(5)
 #define LWP_RNH             BIT(6)
 #define LWP_INT             BIT(31)

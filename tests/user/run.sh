@@ -52,14 +52,15 @@ for cpu in Opteron_G4 Opteron_G5; do
 done
 # XCR0 bit 62 set at start, next to x87/SSE/AVX (Opteron_G4 has no PKRU)
 expect "Opteron_G4 XCR0" "Opteron_G4,+lwp" "XCR0: 4000000000000007"
-# -cpu max,+lwp: LwpAvail, VAL, IRE, BRE, CNH, RNH and Int, and IP
-# filtering (docs/implementation-choices.md): EventIds up to 6, so
-# LwpCbSize 0x16 and LwpMaxEvents 6 (spec 3.3); LwpIpFiltering is ECX
-# bit 29
+# -cpu max,+lwp: LwpAvail, VAL, IRE, BRE, DME, CNH, RNH and Int, IP
+# filtering and the DCache miss capabilities (docs/implementation-choices.md):
+# EventIds up to 6, so LwpCbSize 0x16 and LwpMaxEvents 6 (spec 3.3); ECX
+# LwpCacheLatency, LwpCacheLevels, LwpIpFiltering (bits 31-29),
+# LwpDataAddress (5), LwpLatencyMax 16
 expect "max,+lwp" "max,+lwp" \
     "LWP supported (CPUID 8000_0001 ECX[15]): 1" \
-    "CPUID 8000_001C: EAX=8000006f EBX=80062016 ECX=20010200 EDX=8000006f" \
-    "available: avail val ire bre cnh rnh int" \
+    "CPUID 8000_001C: EAX=8000007f EBX=80062016 ECX=e0010230 EDX=8000007f" \
+    "available: avail val ire bre dme cnh rnh int" \
     "LWPCB size: 176 bytes, event record: 32 bytes, max EventId: 6, event area at +0x80"
 # LWP is opt-in
 expect "max" "max" "LWP supported (CPUID 8000_0001 ECX[15]): 0"
@@ -73,7 +74,7 @@ expect "Opteron_G4 without lwp" "Opteron_G4" \
 # region) counts as one more failure.
 PCFLAGS=(-O1 -g -Wall -Wextra -Werror -static -mlwp -pthread -I"$top/include")
 progs=(xop-encoding lwp-insns lwp-faults lwp-threads lwp-ire lwp-int lwp-exits
-       lwp-sigabi lwp-flush)
+       lwp-sigabi lwp-flush lwp-dme)
 built=()
 for p in "${progs[@]}"; do
     if gcc "${PCFLAGS[@]}" -o "$out/$p" "$here/$p.c"; then
@@ -180,6 +181,28 @@ for cpu in max,+lwp Opteron_G4,+lwp; do
     has lwp-flush && run_prog lwp-flush "lwp-flush $cpu" \
         "$qemu" -cpu "$cpu" "$out/lwp-flush"
 done
+
+# DCache Miss records of pointer chases against the documented cache model
+# (tests/engine/cache_model_ref.py) fed the loads that upstream's execlog
+# plugin saw in the same run; the chases' own checks of each level's SRC
+# and latency (docs/cache-model.md defaults); determinism
+execlog=${EXECLOG_PLUGIN:-$(dirname "$(readlink -f "$qemu")")/contrib/plugins/libexeclog.so}
+if ! has lwp-dme; then
+    :
+elif [ -f "$execlog" ]; then
+    run_prog dme "dme-check max,+lwp" \
+        python3 "$here/dme-check.py" "$qemu" "$execlog" "$out/lwp-dme"
+else
+    ko "dme-check: the execlog plugin is built ($execlog)"
+fi
+# the cache geometry is checked when the CPU is created
+if o=$("$qemu" -cpu max,+lwp,lwp-l1-size=1000 "$out/lwpinfo" 2>&1); then
+    ko "lwp-l1-size=1000 (not sets * ways * line) is refused"
+elif printf '%s\n' "$o" | grep -q "invalid cache geometry"; then
+    ok "lwp-l1-size=1000 (not sets * ways * line) is refused"
+else
+    ko "lwp-l1-size=1000 is refused with a message, got: $o"
+fi
 
 # a signal reaches a thread spinning in counted code (patch 0025's
 # exit-request restore); a lost exit shows as late signals

@@ -770,6 +770,28 @@ void lwp_x86_commit_slow(CPUX86State *env)
 }
 
 /*
+ * Add the DCache Miss record the current instruction gathered, if any, to
+ * the events of @ev, whose instruction retired
+ */
+static void lwp_dme_take(CPUX86State *env, LwpEventInfo *ev)
+{
+    LwpState *s = &env->lwp;
+
+    if (!env->lwp_dme_due) {
+        return;
+    }
+    env->lwp_dme_due = 0;
+    if (s->cb_addr && (s->flags & LWP_FEAT_DME) &&
+        s->counter[LWP_EVENT_ID_DME] < 0) {
+        ev->events |= LWP_FEAT_DME;
+        ev->dme_source = env->lwp_dme_src;
+        ev->dme_addr_valid = 1;
+        ev->dme_latency = env->lwp_dme_latency;
+        ev->dme_addr = env->lwp_dme_addr;
+    }
+}
+
+/*
  * After the last instruction of a TB retired, at @ip: it made a counter
  * negative.  @info holds the events it counted for (LWP_FEAT_*), and for
  * a branch its kind (bits 15:8) and whether it was taken (bit 16); the
@@ -787,7 +809,82 @@ void helper_lwp_fire(CPUX86State *env, target_ulong ip, target_ulong target,
     };
 
     lwp_x86_commit(env);
+    /* and the DCache Miss record it gathered, in EventId order */
+    lwp_dme_take(env, &ev);
     lwp_store_due(env, &ev);
+}
+
+/*
+ * DCache Misses (spec 2.4, choice 55).  A load of @desc's size at the
+ * linear address @addr, made by the current CPL 3 instruction in a TB
+ * translated with LWP_TB_DME, completed: run it through the cache model.
+ * A miss that is eligible (the IP filter, @desc's LWP_DME_ELIGIBLE bit;
+ * MinLatency and CLF, Table 6-2) is an event, counted at once.  The
+ * event that takes the counter below 0 gathers the record, which the
+ * instruction stores when it retires (helper_lwp_dme_commit,
+ * helper_lwp_fire); the counter counts on below 0 until then (spec 1.1
+ * step 2).  A line-crossing load is one load (lwp_cache_load).
+ */
+void helper_lwp_dme_load(CPUX86State *env, target_ulong addr, uint32_t desc)
+{
+    X86CPU *cpu = env_archcpu(env);
+    LwpState *s = &env->lwp;
+    LwpContext ctx = { .ecx = env->features[FEAT_8000_001C_ECX] };
+    LwpCacheResult r;
+    unsigned src;
+
+    if (!cpu->lwp_cache ||
+        !lwp_cache_load(cpu->lwp_cache, addr,
+                        extract32(desc, 0, LWP_DME_ELIGIBLE_SHIFT), &r) ||
+        !(desc & (1u << LWP_DME_ELIGIBLE_SHIFT)) ||
+        !s->cb_addr || !(s->flags & LWP_FEAT_DME)) {
+        return;
+    }
+    src = lwp_cache_dme_source(r.level);
+    if (!lwp_dme_eligible(s, &ctx, r.latency, src)) {
+        return;
+    }
+    /* at most as far below 0 as the engine lets a counter go */
+    if (s->counter[LWP_EVENT_ID_DME] > -(1 << 30)) {
+        s->counter[LWP_EVENT_ID_DME]--;
+    }
+    if (s->counter[LWP_EVENT_ID_DME] < 0 && !env->lwp_dme_due) {
+        env->lwp_dme_due = 1;
+        env->lwp_dme_addr = r.addr;
+        env->lwp_dme_latency = r.latency;
+        env->lwp_dme_src = src;
+    }
+}
+
+/* The instruction at @ip retired: store the record it gathered */
+void helper_lwp_dme_commit(CPUX86State *env, target_ulong ip)
+{
+    LwpEventInfo ev = { .ip = ip };
+
+    lwp_dme_take(env, &ev);
+    if (ev.events) {
+        lwp_store_due(env, &ev);
+    }
+}
+
+/* INVD, WBINVD: every cache level is emptied (choice 53) */
+void helper_lwp_cache_flush(CPUX86State *env)
+{
+    X86CPU *cpu = env_archcpu(env);
+
+    if (cpu->lwp_cache) {
+        lwp_cache_flush(cpu->lwp_cache);
+    }
+}
+
+/* CLFLUSH, CLFLUSHOPT of the linear address @addr: the line leaves */
+void helper_lwp_cache_flush_line(CPUX86State *env, target_ulong addr)
+{
+    X86CPU *cpu = env_archcpu(env);
+
+    if (cpu->lwp_cache) {
+        lwp_cache_flush_line(cpu->lwp_cache, addr);
+    }
 }
 
 /* 5.1 */

@@ -1,0 +1,199 @@
+#!/usr/bin/env python3
+# dme-check: DCache Miss records (EventId 4, spec 2.4) of lwp-dme under
+# qemu-x86_64 -cpu max,+lwp, checked against a model fed by tools nobody
+# here wrote.
+#
+#   dme-check.py QEMU LIBEXECLOG LWP_DME
+#
+# Runs LWP_DME twice: once plainly, once with upstream QEMU's execlog
+# plugin logging every instruction and its memory accesses.  The expected
+# records come from:
+#   - the execlog trace: every instruction of dme_chase (its range from
+#     GNU nm), in order, and the address of each load it made;
+#   - tests/engine/cache_model_ref.py, the model written from
+#     docs/cache-model.md alone, with the documented defaults, fed exactly
+#     those loads (8 bytes each: every load there is "mov (%rax), %rax");
+#   - the spec's rules: each miss whose SRC and latency pass the Filters
+#     (Table 6-2: CLF by level, MinLatency x 16 cycles) is an event; the
+#     counter starts at EventCounter (= the interval here) and the
+#     (counter+1)-th event stores a record naming the load instruction,
+#     with DAV, the missing address, SRC (Figure 2-5: L3 1, DRAM 3, L2 0)
+#     and the latency of the level (CPUID LwpLatencyRnd 0, so unrounded);
+#     the counter is then reset to the interval (Random 0).  With
+#     Instructions Retired enabled as well, every instruction after
+#     LLWPCB is an event of it, and an instruction's records are stored in
+#     EventId order (2 before 4).
+# Both runs must store the same records, byte for byte (determinism: the
+# plugin changes nothing LWP sees), and every record of the traced run
+# must be the model's, field for field.
+import os
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "engine"))
+import cache_model_ref as ref  # noqa: E402
+
+SRC = {ref.L2: 0, ref.L3: 1, ref.DRAM: 3}
+CLF, NBC, RDC, RAM, OTH = 1 << 8, 1 << 9, 1 << 10, 1 << 11, 1 << 12
+CLF_BIT = {0: None, 1: NBC, 2: RDC, 3: RAM, 7: OTH}
+IRE, DME = 2, 4
+
+passed = failed = 0
+
+
+def report(ok, msg):
+    global passed, failed
+    print(("PASS: " if ok else "FAIL: ") + msg)
+    if ok:
+        passed += 1
+    else:
+        failed += 1
+    return ok
+
+
+def symbols(prog):
+    """GNU nm's addresses of the defined symbols (POSIX format)"""
+    out = subprocess.run(["nm", "-P", "--defined-only", prog], check=True,
+                         capture_output=True, text=True).stdout
+    return {f[0]: int(f[2], 16) for f in map(str.split, out.splitlines())}
+
+
+def parse_output(text, dump):
+    """The CHASE blocks: [(name, iv, filters, ire, [records])], each record
+    (EventId, ip, SRC, DAV, Latency, DataAddress) from the dump (Figure
+    2-5: bytes 0, 8-15, bits 31:29 and 28 of the first dword, 4-7, 16-23)"""
+    chases = []
+    with open(dump, "rb") as fh:
+        data = fh.read()
+    pos = 0
+    for line in text.splitlines():
+        f = line.split()
+        if f and f[0] == "CHASE":
+            chases.append((f[1], int(f[3]), int(f[4], 16), int(f[5]), []))
+        elif f and f[0] == "END":
+            for _ in range(int(f[1])):
+                r = data[pos:pos + 32]
+                pos += 32
+                dw0 = int.from_bytes(r[0:4], "little")
+                chases[-1][4].append((r[0], int.from_bytes(r[8:16], "little"),
+                                      dw0 >> 29 if r[0] == DME else 0,
+                                      dw0 >> 28 & 1 if r[0] == DME else 0,
+                                      int.from_bytes(r[4:8], "little"),
+                                      int.from_bytes(r[16:24], "little")))
+    report(pos == len(data), "the dump holds the records of every chase")
+    return chases
+
+
+def parse_trace(path, lo, hi):
+    """Each run of dme_chase: [(pc, [load addresses])] in execution order"""
+    runs, cur = [], None
+    with open(path) as fh:
+        for line in fh:
+            f = [x.strip() for x in line.split(",")]
+            if len(f) < 3 or not f[1].startswith("0x"):
+                continue
+            pc = int(f[1], 16)
+            if not lo <= pc < hi:
+                cur = None
+                continue
+            if pc == lo:
+                cur = []
+                runs.append(cur)
+            loads = [int(f[i + 1], 16) for i in range(len(f) - 1)
+                     if f[i] == "load"]
+            cur.append((pc, loads, line))
+    return runs
+
+
+def eligible(level, latency, filters):
+    src = SRC[level]
+    mlat = filters & 0xff
+    if mlat and latency < mlat * 16:
+        return False
+    if filters & CLF:
+        bit = CLF_BIT.get(src)
+        if not bit or not filters & bit:
+            return False
+    return True
+
+
+def expected(chases, runs, load_pc):
+    model = ref.Model([ref.Level(16384, 4, 64, 4),
+                       ref.Level(2 << 20, 16, 64, 20),
+                       ref.Level(8 << 20, 64, 64, 64)], 256)
+    out = []
+    for (name, iv, filters, ire, _), run in zip(chases, runs):
+        recs = []
+        cdme = cire = iv
+        # instructions after the first LLWPCB, before the last one
+        for pc, loads, line in run[1:-2]:
+            if ire:
+                cire -= 1
+                if cire < 0:
+                    recs.append((IRE, pc, 0, 0, 0, 0))
+                    cire = iv
+            due = None
+            for a in loads:
+                if pc != load_pc or "mov" not in line:
+                    raise SystemExit("unexpected load in dme_chase: " + line)
+                miss, level, lat, addr, _ = model.load(a, 8)
+                if miss and eligible(level, lat, filters):
+                    cdme -= 1
+                    if cdme < 0 and due is None:
+                        due = (DME, pc, SRC[level], 1, lat, addr)
+            if due:
+                recs.append(due)
+                cdme = iv + cdme + 1
+        out.append(recs)
+    return out
+
+
+def main():
+    qemu, plugin, prog = sys.argv[1:4]
+    cpu = ["-cpu", "max,+lwp"]
+    syms = symbols(prog)
+    lo, hi = syms["dme_chase"], syms["dme_chase_end"]
+    trace, d1, d2 = prog + ".execlog", prog + ".dump1", prog + ".dump2"
+    plain = subprocess.run([qemu] + cpu + [prog, d1], capture_output=True,
+                           text=True)
+    logged = subprocess.run([qemu] + cpu + ["-plugin", plugin, "-d", "plugin",
+                                            "-D", trace, prog, d2],
+                            capture_output=True, text=True)
+    report(plain.returncode == 0 and logged.returncode == 0,
+           "lwp-dme exits 0, with and without the execlog plugin")
+    with open(d1, "rb") as a, open(d2, "rb") as b:
+        same = a.read() == b.read()
+    report(same and plain.stdout == logged.stdout,
+           "the same records, byte for byte, in both runs (deterministic)")
+    for line in plain.stdout.splitlines():
+        if line.startswith(("PASS:", "FAIL:", "SKIP:")):
+            report(line.startswith("PASS:"), "lwp-dme: " + line[6:])
+    chases = parse_output(logged.stdout, d2)
+    runs = parse_trace(trace, lo, hi)
+    if not report(len(runs) == len(chases) and len(chases) > 0,
+                  "execlog saw every chase (%d runs, %d chases)"
+                  % (len(runs), len(chases))):
+        return
+    exp = expected(chases, runs, syms["dme_chase_load"])
+    total = 0
+    for (name, _, _, _, got), want in zip(chases, exp):
+        total += len(want)
+        if got != want:
+            first = next((i for i in range(min(len(got), len(want)))
+                          if got[i] != want[i]), min(len(got), len(want)))
+            report(False, "%s: %d records, model %d; first difference at "
+                   "%d: %s vs %s" % (name, len(got), len(want), first,
+                                     got[first:first + 1],
+                                     want[first:first + 1]))
+        else:
+            report(True, "%s: %d records, each as the model gives it"
+                   % (name, len(got)))
+    report(total > 5000, "the chases made %d records in all" % total)
+    for f in (trace, d1, d2):
+        os.unlink(f)
+
+
+main()
+print("dme: %d passed, %d failed" % (passed, failed))
+sys.exit(1 if failed else 0)

@@ -1,0 +1,222 @@
+/*
+ * DCache Misses (EventId 4, spec 2.4) under qemu-x86_64 -cpu max,+lwp:
+ * pointer chases whose strides make each level of the documented cache
+ * model (docs/cache-model.md, default configuration) supply the data.
+ *
+ * dme_chase() enables LWP with DME alone (or with Instructions Retired),
+ * follows a cyclic list of 8-byte pointers N times with one
+ * "mov (%rax), %rax" per step, and disables LWP; nothing else in it loads
+ * from memory.  Each chase prints a CHASE line and writes its records,
+ * as the ring held them, to the file named by the first argument, which
+ * tests/user/dme-check.py checks against the model fed the loads of the
+ * same run as upstream QEMU's execlog plugin saw them; and this program
+ * checks what the spec and the documented defaults say of each chase:
+ * the level that supplies the second pass over a list, its SRC and
+ * latency, and how many records an interval gives (every (I+1)-th miss,
+ * Random = 0).
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#include "lwp-test.h"
+
+#include <inttypes.h>
+
+void dme_chase(void *cb, void *start, uint64_t n);
+asm(".text\n"
+    ".globl dme_chase\n"
+    ".type dme_chase, @function\n"
+    "dme_chase:\n"
+    "    llwpcb %rdi\n"
+    "    mov %rsi, %rax\n"
+    ".globl dme_chase_load\n"
+    "dme_chase_load:\n"
+    "1:  mov (%rax), %rax\n"
+    "    dec %rdx\n"
+    "    jnz 1b\n"
+    "    xor %edi, %edi\n"
+    "    llwpcb %rdi\n"
+    "    ret\n"
+    ".globl dme_chase_end\n"
+    "dme_chase_end:\n");
+extern char dme_chase_load[];
+
+#define RING_SIZE (128u << 10)  /* 4096 records: more than any chase makes */
+
+static void *cb, *ring;
+static FILE *dump;    /* argv[1]: every record, as LWP stored it */
+
+struct dme_rec {
+    uint8_t id;
+    uint8_t src;
+    uint8_t dav;
+    uint32_t latency;
+    uint64_t ip;
+    uint64_t addr;
+};
+
+static struct dme_rec recs[RING_SIZE / LT_REC];
+
+/*
+ * @size bytes at the fixed address @at, so that every run (with or without
+ * a plugin) loads from the same addresses
+ */
+static void *fixed_alloc(uintptr_t at, size_t size)
+{
+    void *p = mmap((void *)at, size, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+
+    if (p != (void *)at) {
+        perror("mmap");
+        exit(2);
+    }
+    return p;
+}
+
+/*
+ * A cyclic list of @count pointers @stride bytes apart from @base; returns
+ * its first element
+ */
+static void *make_list(char *base, uint64_t stride, uint64_t count)
+{
+    for (uint64_t i = 0; i < count; i++) {
+        *(void **)(base + i * stride) = base + ((i + 1) % count) * stride;
+    }
+    return base;
+}
+
+/*
+ * Chase @n steps from @start with DME (interval @iv, and Instructions
+ * Retired too if @ire) and Filters @filters; keep the records, and dump
+ * them.
+ * Returns how many were stored.
+ */
+static unsigned chase(const char *name, void *start, uint64_t n, uint32_t iv,
+                      uint32_t filters, int ire)
+{
+    uint32_t flags = LWP_FEAT_DME | (ire ? LWP_FEAT_IRE : 0);
+    unsigned k = 0;
+
+    lwpcb_init(cb, ring, RING_SIZE, flags);
+    wr32(cb, LWPCB_FILTERS, filters);
+    wr32(cb, LWPCB_INTERVAL(LWP_EVENT_OFFSET, LWP_EVENT_ID_DME), iv);
+    wr32(cb, LWPCB_COUNTER(LWP_EVENT_OFFSET, LWP_EVENT_ID_DME), iv);
+    if (ire) {
+        wr32(cb, LWPCB_INTERVAL(LWP_EVENT_OFFSET, LWP_EVENT_ID_IRE), iv);
+        wr32(cb, LWPCB_COUNTER(LWP_EVENT_OFFSET, LWP_EVENT_ID_IRE), iv);
+    }
+    dme_chase(cb, start, n);
+    printf("CHASE %s %" PRIu64 " %u %#x %d\n", name, n, iv, filters, ire);
+    for (uint32_t off = 0; off != rd32(cb, LWPCB_HEAD); off += LT_REC) {
+        struct rec r = read_rec(ring, off);
+        struct dme_rec *d = &recs[k++];
+
+        d->id = r.event_id;
+        d->src = r.event_id == LWP_EVENT_ID_DME ? r.flags >> 13 : 0;
+        d->dav = r.event_id == LWP_EVENT_ID_DME && (r.flags & 0x1000);
+        d->latency = r.data1;
+        d->ip = r.ip;
+        d->addr = r.data2;
+        if (dump) {
+            fwrite((char *)ring + off, LT_REC, 1, dump);
+        }
+    }
+    printf("END %u\n", k);
+    return k;
+}
+
+/* Every record of the last chase is a DME record from @src with @lat */
+static void check_level(const char *what, unsigned k, unsigned want,
+                        unsigned src, unsigned lat, const char *lo,
+                        const char *hi)
+{
+    unsigned bad = 0;
+
+    for (unsigned i = 0; i < k; i++) {
+        if (recs[i].id != LWP_EVENT_ID_DME || recs[i].src != src ||
+            recs[i].latency != lat || !recs[i].dav ||
+            recs[i].ip != (uintptr_t)dme_chase_load ||
+            recs[i].addr < (uintptr_t)lo || recs[i].addr >= (uintptr_t)hi) {
+            bad++;
+        }
+    }
+    report(k == want, "%s: %u records (expected %u)", what, k, want);
+    report(!bad, "%s: every record at the load, DAV, SRC %u, latency %u, "
+           "address in the list (%u do not)", what, src, lat, bad);
+}
+
+int main(int argc, char **argv)
+{
+    char *l1, *l2, *l3, *dram;
+    unsigned k;
+
+    if (argc > 1 && !(dump = fopen(argv[1], "wb"))) {
+        perror(argv[1]);
+        return 2;
+    }
+    setvbuf(stdout, NULL, _IOFBF, 1 << 20);
+    if (!(lwp_available() & LWP_FEAT_DME)) {
+        report_skip("DME not available (run with -cpu max,+lwp)");
+        return report_summary("lwp-dme");
+    }
+    cb = fixed_alloc(0x10000000000, 4096);
+    ring = fixed_alloc(0x10000100000, RING_SIZE);
+    l1 = fixed_alloc(0x10001000000, 8192);
+    l2 = fixed_alloc(0x10002000000, 16 * 4096);
+    l3 = fixed_alloc(0x10004000000, 1024 * 4096);
+    dram = fixed_alloc(0x10008000000, 4096 * 4096);
+
+    /* 128 lines, 8 KiB: half of L1, so the second pass hits */
+    make_list(l1, 64, 128);
+    chase("l1-first", l1, 128, 1, 0, 0);
+    k = chase("l1-second", l1, 128, 1, 0, 0);
+    report(k == 0, "8 KiB list again: no miss, no record (%u)", k);
+
+    /*
+     * One line per page: all in L1 set 0 (4 ways), so 16 of them always
+     * miss L1; in 16 sets of L2, which keeps them (SRC 0: Figure 2-5 has
+     * no code for L2; 20 cycles)
+     */
+    make_list(l2, 4096, 16);
+    chase("l2-first", l2, 16, 1, 0, 0);
+    k = chase("l2-second", l2, 16, 1, 0, 0);
+    check_level("16 lines in one L1 set, again", k, 8, LWP_DME_SRC_NONE, 20,
+                l2, l2 + 16 * 4096);
+
+    /* 1024 of them: 32 L2 sets of 16 ways cannot keep them, L3's 64 can */
+    make_list(l3, 4096, 1024);
+    chase("l3-first", l3, 1024, 1, 0, 0);
+    k = chase("l3-second", l3, 1024, 1, 0, 0);
+    check_level("1024 lines in 32 L3 sets, again", k, 512,
+                LWP_DME_SRC_LOCAL_L3, 64, l3, l3 + 1024 * 4096);
+
+    /* 4096: L3 cannot keep them either (cyclic LRU), DRAM supplies */
+    make_list(dram, 4096, 4096);
+    chase("dram-first", dram, 4096, 1, 0, 0);
+    k = chase("dram-second", dram, 4096, 9, 0, 0);
+    check_level("4096 lines in 32 L3 sets, again, interval 9", k, 409,
+                LWP_DME_SRC_DRAM, 256, dram, dram + 4096 * 4096);
+
+    /* Filters (Table 6-2): CLF with RAM only, then MinLatency 5 (80) */
+    chase("l3-refill", l3, 1024, 1, 0, 0);
+    k = chase("l3-clf-ram", l3, 1024, 0, LWP_FILTER_CLF | LWP_FILTER_RAM, 0);
+    report(k == 0, "CLF with only RAM selected: no L3 miss counted (%u)", k);
+    k = chase("dram-clf-ram", dram, 4096, 1, LWP_FILTER_CLF | LWP_FILTER_RAM,
+              0);
+    check_level("CLF with only RAM selected, DRAM misses", k, 2048,
+                LWP_DME_SRC_DRAM, 256, dram, dram + 4096 * 4096);
+    chase("l3-refill-2", l3, 1024, 1, 0, 0);
+    k = chase("l3-minlat-80", l3, 1024, 1, 5, 0);
+    report(k == 0, "MinLatency 80: no 64-cycle L3 miss counted (%u)", k);
+    k = chase("dram-minlat-80", dram, 4096, 1, 5, 0);
+    check_level("MinLatency 80, DRAM misses", k, 2048, LWP_DME_SRC_DRAM, 256,
+                dram, dram + 4096 * 4096);
+
+    /* with Instructions Retired at the same interval, in EventId order */
+    chase("l2-ire", l2, 16, 1, 0, 1);
+
+    if (dump) {
+        fclose(dump);
+    }
+    return report_summary("lwp-dme");
+}
