@@ -136,7 +136,8 @@ workload_desc() {
 }
 
 # Configurations: name, input size, emulator command line
-CONFIGS=(up off never irebre thread ire val bb insn off_small min_small)
+CONFIGS=(up off never irebre thread ire val dme bb insn cache off_small
+         min_small)
 lwp_env() {
     QEMU+=(-E "LD_PRELOAD=$PRELOAD" -E "LWP_BENCH_EVENTS=$1"
            -E "LWP_BENCH_INTERVAL=$2" -E "LWP_BENCH_RING_KB=$RING_KB"
@@ -151,7 +152,7 @@ config_qemu() {
     up) QEMU=("$UP" -cpu max) ;;
     off) QEMU=("$OURS" -cpu max) ;;
     never | off_small) QEMU=("$OURS" -cpu "$LWP_CPU,+lwp") ;;
-    irebre | ire | val)
+    irebre | ire | val | dme)
         QEMU=("$OURS" -cpu "$LWP_CPU,+lwp")
         lwp_env "${1/irebre/ire+bre}" 99999 "$2" ;;
     thread)
@@ -163,6 +164,9 @@ config_qemu() {
         lwp_env ire 0 "$2" ;;
     bb | insn)
         QEMU=("$UP" -cpu max -plugin "$PLUGDIR/lib$1.so,inline=on"
+              -d plugin -D "$2.plugin") ;;
+    cache)
+        QEMU=("$UP" -cpu max -plugin "$BUILD/upstream/contrib/plugins/libcache.so"
               -d plugin -D "$2.plugin") ;;
     esac
 }
@@ -198,7 +202,7 @@ run_one() {
         die "$w/$c run $rep: output differs from the native program's ($p.out)"
     fi
     case $c in
-    irebre | thread | ire | val | min_small)
+    irebre | thread | ire | val | dme | min_small)
         [ -s "$p.lwp" ] ||
             die "$w/$c run $rep: no lwp-preload report ($p.err)" ;;
     esac
@@ -292,8 +296,10 @@ rows = [
     ("thread", "ours, IRE+BRE interval 99,999, consumer thread"),
     ("ire", "ours, IRE only, interval 99,999"),
     ("val", "ours, LWP enabled, no event counted (VAL only)"),
+    ("dme", "ours, DME only, interval 99,999"),
     ("bb", "upstream, libbb.so inline"),
     ("insn", "upstream, libinsn.so inline"),
+    ("cache", "upstream, libcache.so (its cache model)"),
     ("off_small", "ours `+lwp` never enabled, small input"),
     ("min_small", "ours, IRE minimum interval, small input"),
 ]
@@ -321,6 +327,8 @@ ratios = [
     ("LWP enabled, VAL only vs ours LWP off", "val", "off", ""),
     ("libbb.so inline vs upstream", "bb", "up", "issue: ~+42% on gzip"),
     ("libinsn.so inline vs upstream", "insn", "up", "issue: ~+74% on gzip"),
+    ("DME 99,999 vs ours LWP off", "dme", "off", "at most 4x (+300%)"),
+    ("libcache.so vs upstream", "cache", "up", "issue: about 33x"),
 ]
 for name, a, b, budget in ratios:
     cells = [f"{pct(med(w, a), med(w, b))} [{paired(w, a, b)}] "
@@ -336,7 +344,8 @@ for w in wls:
     for c, label in (("irebre", "IRE+BRE 99,999"),
                      ("thread", "IRE+BRE 99,999, thread"),
                      ("ire", "IRE 99,999"),
-                     ("val", "VAL only"), ("min_small", "IRE minimum")):
+                     ("val", "VAL only"), ("dme", "DME 99,999"),
+                     ("min_small", "IRE minimum")):
         r = lwp(w, c)
         if not r:
             continue
@@ -357,7 +366,7 @@ for w in wls:
               f"| {recs:.0f} | {ev2:.0f} | {ev3:.0f} | {missed} "
               f"| {drains:.0f} | {cost} |")
         want = {"irebre": "IRE+BRE", "thread": "IRE+BRE", "ire": "IRE",
-                "val": "VAL",
+                "val": "VAL", "dme": "DME",
                 "min_small": "IRE"}[c]
         if flags != [want]:
             warn.append(f"{w}, {label}: LLWPCB enabled {', '.join(flags)}, "

@@ -4,7 +4,8 @@
 # into build/upstream-src, configured in build/upstream with build.sh's
 # configure options (target list: x86_64-linux-user only), built with ninja
 # and ccache.  Also builds upstream's TCG test plugins libbb.so and
-# libinsn.so (tests/tcg/plugins).
+# libinsn.so (tests/tcg/plugins) and its cache model plugin libcache.so
+# (contrib/plugins).
 #
 # Incremental: the tree is unpacked again only when the tarball changed,
 # configure runs once, and ninja rebuilds only what is out of date.
@@ -15,7 +16,8 @@ set -euo pipefail
 USRC=$BUILD/upstream-src
 UBUILD=$BUILD/upstream
 UTARGETS=x86_64-linux-user
-PLUGINS=(tests/tcg/plugins/libbb.so tests/tcg/plugins/libinsn.so)
+PLUGINS=(tests/tcg/plugins/libbb.so tests/tcg/plugins/libinsn.so
+         contrib/plugins/libcache.so)
 
 "$TOP/scripts/install-deps.sh"
 

@@ -41,6 +41,36 @@ asm(".text\n"
     "dme_chase_end:\n");
 extern char dme_chase_load[];
 
+/*
+ * Loads that QEMU makes in helpers: FXRSTOR of the image FXSAVE stored at
+ * @a (with the gather's index and mask registers), FLD m80 at @b, VPGATHERDD of the 4 dwords at @c + idx[i], then a
+ * MOV from @d; only these load while LWP is enabled
+ */
+void dme_helpers(void *cb, void *a, void *b, void *c, void *d,
+                 const uint32_t *idx);
+asm(".text\n"
+    ".globl dme_helpers\n"
+    ".type dme_helpers, @function\n"
+    "dme_helpers:\n"
+    "    vmovdqu (%r9), %xmm1\n"
+    "    vpcmpeqd %xmm2, %xmm2, %xmm2\n"
+    "    fxsave (%rsi)\n"
+    "    llwpcb %rdi\n"
+    ".globl dme_at_fxrstor, dme_at_fld, dme_at_gather, dme_at_mov\n"
+    "dme_at_fxrstor:\n"
+    "    fxrstor (%rsi)\n"
+    "dme_at_fld:\n"
+    "    fldt (%rdx)\n"
+    "dme_at_gather:\n"
+    "    vpgatherdd %xmm2, (%rcx,%xmm1,1), %xmm0\n"
+    "dme_at_mov:\n"
+    "    mov (%r8), %rax\n"
+    "    fstp %st(0)\n"
+    "    xor %edi, %edi\n"
+    "    llwpcb %rdi\n"
+    "    ret\n");
+extern char dme_at_fxrstor[], dme_at_fld[], dme_at_gather[], dme_at_mov[];
+
 #define RING_SIZE (128u << 10)  /* 4096 records: more than any chase makes */
 
 static void *cb, *ring;
@@ -214,6 +244,46 @@ int main(int argc, char **argv)
 
     /* with Instructions Retired at the same interval, in EventId order */
     chase("l2-ire", l2, 16, 1, 0, 1);
+
+    /*
+     * Last (dme-check.py models the chases only): loads made in helpers,
+     * from lines never loaded before, so each comes from DRAM.  Interval
+     * 1 from a counter of 0: the 1st, 3rd, ... event stores a record.
+     * FXRSTOR's 512 bytes are one load (event 1: a record at its first
+     * byte), FLD m80 one (2), the gather's 4 elements 4 (3 to 6: one
+     * record, at the first element; the overrun takes the next interval
+     * down to 0, choice 19), and the MOV stores a record at once.
+     */
+    {
+        char *h = fixed_alloc(0x10020000000, 64 * 4096);
+        static const uint32_t idx[4] = { 0, 64, 128, 192 };
+        struct {
+            uintptr_t ip, addr;
+        } want[] = {
+            { (uintptr_t)dme_at_fxrstor, (uintptr_t)h },
+            { (uintptr_t)dme_at_gather, (uintptr_t)h + 8192 },
+            { (uintptr_t)dme_at_mov, (uintptr_t)h + 12288 },
+        };
+        unsigned bad = 0;
+
+        lwpcb_init(cb, ring, RING_SIZE, LWP_FEAT_DME);
+        wr32(cb, LWPCB_INTERVAL(LWP_EVENT_OFFSET, LWP_EVENT_ID_DME), 1);
+        dme_helpers(cb, h, h + 4096, h + 8192, h + 12288, idx);
+        k = rd32(cb, LWPCB_HEAD) / LT_REC;
+        for (unsigned i = 0; i < k && i < 3; i++) {
+            struct rec r = read_rec(ring, i * LT_REC);
+
+            if (r.event_id != LWP_EVENT_ID_DME || r.ip != want[i].ip ||
+                r.data2 != want[i].addr || r.data1 != 256 ||
+                r.flags >> 12 != (LWP_DME_SRC_DRAM << 1 | 1)) {
+                bad++;
+            }
+        }
+        report(k == 3 && !bad, "loads in helpers (FXRSTOR, FLD m80, "
+               "VPGATHERDD) and a MOV: 3 records, at FXRSTOR, the gather "
+               "and the MOV, DRAM, latency 256 (%u records, %u wrong)",
+               k, bad);
+    }
 
     if (dump) {
         fclose(dump);

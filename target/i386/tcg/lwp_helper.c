@@ -815,17 +815,18 @@ void helper_lwp_fire(CPUX86State *env, target_ulong ip, target_ulong target,
 }
 
 /*
- * DCache Misses (spec 2.4, choice 55).  A load of @desc's size at the
- * linear address @addr, made by the current CPL 3 instruction in a TB
+ * DCache Misses (spec 2.4, choice 55).  A load of @size bytes at the
+ * linear address @addr, made by the current CPL 3 instruction of a TB
  * translated with LWP_TB_DME, completed: run it through the cache model.
- * A miss that is eligible (the IP filter, @desc's LWP_DME_ELIGIBLE bit;
- * MinLatency and CLF, Table 6-2) is an event, counted at once.  The
- * event that takes the counter below 0 gathers the record, which the
- * instruction stores when it retires (helper_lwp_dme_commit,
- * helper_lwp_fire); the counter counts on below 0 until then (spec 1.1
- * step 2).  A line-crossing load is one load (lwp_cache_load).
+ * A miss that is eligible (the IP filter, @elig; MinLatency and CLF,
+ * Table 6-2) is an event, counted at once.  The event that takes the
+ * counter below 0 gathers the record, which the instruction stores when
+ * it retires (helper_lwp_dme_commit, helper_lwp_fire); the counter counts
+ * on below 0 until then (spec 1.1 step 2).  A line-crossing load is one
+ * load (lwp_cache_load).
  */
-void helper_lwp_dme_load(CPUX86State *env, target_ulong addr, uint32_t desc)
+static void lwp_dme_count(CPUX86State *env, target_ulong addr, uint32_t size,
+                          bool elig)
 {
     X86CPU *cpu = env_archcpu(env);
     LwpState *s = &env->lwp;
@@ -833,11 +834,8 @@ void helper_lwp_dme_load(CPUX86State *env, target_ulong addr, uint32_t desc)
     LwpCacheResult r;
     unsigned src;
 
-    if (!cpu->lwp_cache ||
-        !lwp_cache_load(cpu->lwp_cache, addr,
-                        extract32(desc, 0, LWP_DME_ELIGIBLE_SHIFT), &r) ||
-        !(desc & (1u << LWP_DME_ELIGIBLE_SHIFT)) ||
-        !s->cb_addr || !(s->flags & LWP_FEAT_DME)) {
+    if (!cpu->lwp_cache || !lwp_cache_load(cpu->lwp_cache, addr, size, &r) ||
+        !elig || !s->cb_addr || !(s->flags & LWP_FEAT_DME)) {
         return;
     }
     src = lwp_cache_dme_source(r.level);
@@ -854,6 +852,38 @@ void helper_lwp_dme_load(CPUX86State *env, target_ulong addr, uint32_t desc)
         env->lwp_dme_latency = r.latency;
         env->lwp_dme_src = src;
     }
+}
+
+/* ... from generated code: @desc is the size | LWP_DME_ELIGIBLE bit */
+void helper_lwp_dme_load(CPUX86State *env, target_ulong addr, uint32_t desc)
+{
+    lwp_dme_count(env, addr, extract32(desc, 0, LWP_DME_ELIGIBLE_SHIFT),
+                  desc >> LWP_DME_ELIGIBLE_SHIFT);
+}
+
+/*
+ * ... from a helper called at @ra (lwp_x86_dme_load): counted only if
+ * its TB counts DME at CPL 3 (not, for example, when the XRSTOR that
+ * made the load enabled LWP itself); its eligibility under the IP filter
+ * is that of the instruction, found as an exception finds it
+ */
+void lwp_x86_dme_load_slow(CPUX86State *env, target_ulong addr,
+                           uint32_t size, uintptr_t ra)
+{
+    TranslationBlock *tb = tcg_tb_lookup(ra);
+    uint64_t data[TARGET_INSN_START_WORDS];
+    bool elig = true;
+
+    if (!tb || (tb->flags & HF_CPL_MASK) != 3 ||
+        !(tb->cs_base >> LWP_TB_CS_SHIFT & LWP_TB_DME)) {
+        return;
+    }
+    if (tb->flags & HF_LWP_IPF_MASK) {
+        elig = cpu_unwind_state_data(env_cpu(env), ra, data) &&
+               lwp_eligible_in(env, tb->flags,
+                               x86_unwind_eip(env, tb, data[0]));
+    }
+    lwp_dme_count(env, addr, size, elig);
 }
 
 /* The instruction at @ip retired: store the record it gathered */
@@ -966,6 +996,7 @@ void helper_lwpval(CPUX86State *env, target_ulong src, target_ulong data2,
         data1 = 0;
         if (lwp_lwpval_fires(&env->lwp, &ctx, env->eip)) {
             data1 = cpu_ldl_data_ra(env, src, ra);
+            lwp_x86_dme_load(env, src, 4, ra);
         }
     }
     lwp_finish(&g, lwp_lwpval(&env->lwp, &ctx, &mem, env->eip, data1, data2,
