@@ -116,7 +116,10 @@ bool CacheLevel::lookup(uint64_t addr)
     uint64_t *set = set_of(line);
     for (uint32_t w = 0; w < ways_; w++) {
         if (set[w] == line) {
-            std::memmove(set + 1, set, w * sizeof *set);
+            // a few words: a loop beats a call to memmove
+            for (; w > 0; w--) {
+                set[w] = set[w - 1];
+            }
             set[0] = line;
             return true;
         }
@@ -130,7 +133,9 @@ void CacheLevel::fill(uint64_t addr)
 {
     uint64_t line = addr >> line_shift_;
     uint64_t *set = set_of(line);
-    std::memmove(set + 1, set, (ways_ - 1) * sizeof *set);
+    for (uint32_t w = ways_ - 1; w > 0; w--) {
+        set[w] = set[w - 1];
+    }
     set[0] = line;
 }
 

@@ -825,20 +825,47 @@ void helper_lwp_fire(CPUX86State *env, target_ulong ip, target_ulong target,
  * on below 0 until then (spec 1.1 step 2).  A line-crossing load is one
  * load (lwp_cache_load).
  */
+/*
+ * A load of @size bytes at @addr accessed its L1 lines in ascending order:
+ * each is now the most recently used line of its set (docs:
+ * cache-model.md, "LRU"), the last one if two of them share a set
+ */
+static void lwp_l1_mru_update(X86CPU *cpu, target_ulong addr, uint32_t size)
+{
+    target_ulong last = addr + MAX(size, 1) - 1;
+    target_ulong n;
+
+    if (last < addr) {
+        last = -1;
+    }
+    for (n = addr >> cpu->lwp_l1_line_shift;
+         n <= last >> cpu->lwp_l1_line_shift; n++) {
+        cpu->lwp_l1_mru[n & (cpu->lwp_l1_sets - 1)] = n;
+    }
+}
+
 static void lwp_dme_count(CPUX86State *env, target_ulong addr, uint32_t size,
                           bool elig)
 {
     X86CPU *cpu = env_archcpu(env);
     LwpState *s = &env->lwp;
-    LwpContext ctx = { .ecx = env->features[FEAT_8000_001C_ECX] };
+    LwpContext ctx;
     LwpCacheResult r;
     unsigned src;
 
-    if (!cpu->lwp_cache || !lwp_cache_load(cpu->lwp_cache, addr, size, &r) ||
-        !elig || !s->cb_addr || !(s->flags & LWP_FEAT_DME)) {
+    if (!cpu->lwp_cache) {
+        return;
+    }
+    if (!lwp_cache_load(cpu->lwp_cache, addr, size, &r)) {
+        lwp_l1_mru_update(cpu, addr, size);
+        return;
+    }
+    lwp_l1_mru_update(cpu, addr, size);
+    if (!elig || !s->cb_addr || !(s->flags & LWP_FEAT_DME)) {
         return;
     }
     src = lwp_cache_dme_source(r.level);
+    ctx = (LwpContext) { .ecx = env->features[FEAT_8000_001C_ECX] };
     if (!lwp_dme_eligible(s, &ctx, r.latency, src)) {
         return;
     }
@@ -900,11 +927,7 @@ void helper_lwp_dme_commit(CPUX86State *env, target_ulong ip)
 /* INVD, WBINVD: every cache level is emptied (choice 53) */
 void helper_lwp_cache_flush(CPUX86State *env)
 {
-    X86CPU *cpu = env_archcpu(env);
-
-    if (cpu->lwp_cache) {
-        lwp_cache_flush(cpu->lwp_cache);
-    }
+    x86_cpu_lwp_cache_flush(env_archcpu(env));
 }
 
 /* CLFLUSH, CLFLUSHOPT of the linear address @addr: the line leaves */
@@ -912,8 +935,16 @@ void helper_lwp_cache_flush_line(CPUX86State *env, target_ulong addr)
 {
     X86CPU *cpu = env_archcpu(env);
 
+    target_ulong n = addr >> cpu->lwp_l1_line_shift;
+    target_ulong *mru;
+
     if (cpu->lwp_cache) {
         lwp_cache_flush_line(cpu->lwp_cache, addr);
+        /* the set's most recently used line is no longer known */
+        mru = &cpu->lwp_l1_mru[n & (cpu->lwp_l1_sets - 1)];
+        if (*mru == n) {
+            *mru = -1;
+        }
     }
 }
 
