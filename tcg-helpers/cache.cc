@@ -6,7 +6,6 @@
 #include "cache.h"
 
 #include <cstdlib>
-#include <cstring>
 #include <new>
 #include <utility>
 
@@ -71,6 +70,7 @@ bool cache_config_valid(const LwpCacheConfig &cfg)
 CacheLevel::~CacheLevel()
 {
     std::free(lines_);
+    std::free(stamps_);
 }
 
 bool CacheLevel::init(const LwpCacheLevelConfig &cfg)
@@ -78,11 +78,17 @@ bool CacheLevel::init(const LwpCacheLevelConfig &cfg)
     uint64_t entries = cfg.size / cfg.line_size;
     auto *lines =
         static_cast<uint64_t *>(std::malloc(entries * sizeof(uint64_t)));
-    if (!lines) {
+    auto *stamps =
+        static_cast<uint64_t *>(std::malloc(entries * sizeof(uint64_t)));
+    if (!lines || !stamps) {
+        std::free(lines);
+        std::free(stamps);
         return false;
     }
     std::free(lines_);
+    std::free(stamps_);
     lines_ = lines;
+    stamps_ = stamps;
     ways_ = cfg.ways;
     set_mask_ = entries / cfg.ways - 1;
     line_shift_ = ilog2(cfg.line_size);
@@ -94,6 +100,8 @@ bool CacheLevel::init(const LwpCacheLevelConfig &cfg)
 void CacheLevel::swap(CacheLevel &other)
 {
     std::swap(lines_, other.lines_);
+    std::swap(stamps_, other.stamps_);
+    std::swap(clock_, other.clock_);
     std::swap(set_mask_, other.set_mask_);
     std::swap(ways_, other.ways_);
     std::swap(line_shift_, other.line_shift_);
@@ -105,48 +113,56 @@ void CacheLevel::clear()
     uint64_t n = (set_mask_ + 1) * ways_;
     for (uint64_t i = 0; i < n; i++) {
         lines_[i] = kEmpty;
+        stamps_[i] = 0;
     }
+    clock_ = 0;
 }
 
-// "LRU": a hit moves the line to the front of its set, the lines before
-// it move back by one
+// "LRU": a hit makes the line the most recently used of its set.  The
+// scans look at every way, without a branch that depends on the data
+// (which way hits is unpredictable, a full scan is cheaper)
 bool CacheLevel::lookup(uint64_t addr)
 {
     uint64_t line = addr >> line_shift_;
-    uint64_t *set = set_of(line);
+    uint64_t base = set_base(line);
+    const uint64_t *set = lines_ + base;
+    uint32_t hit = ways_;
     for (uint32_t w = 0; w < ways_; w++) {
-        if (set[w] == line) {
-            // a few words: a loop beats a call to memmove
-            for (; w > 0; w--) {
-                set[w] = set[w - 1];
-            }
-            set[0] = line;
-            return true;
-        }
+        hit = set[w] == line ? w : hit;
     }
-    return false;
+    if (hit == ways_) {
+        return false;
+    }
+    stamps_[base + hit] = ++clock_;
+    return true;
 }
 
-// "LRU": a fill enters at the front; the last way (the least recently
-// used line, or an empty way) falls off the end
+// "LRU": a fill enters as the most recently used line; the least recently
+// used one leaves if the set is full (an unused way has the smallest stamp)
 void CacheLevel::fill(uint64_t addr)
 {
     uint64_t line = addr >> line_shift_;
-    uint64_t *set = set_of(line);
-    for (uint32_t w = ways_ - 1; w > 0; w--) {
-        set[w] = set[w - 1];
+    uint64_t base = set_base(line);
+    const uint64_t *stamp = stamps_ + base;
+    uint32_t victim = 0;
+    uint64_t oldest = stamp[0];
+    for (uint32_t w = 1; w < ways_; w++) {
+        bool older = stamp[w] < oldest;
+        victim = older ? w : victim;
+        oldest = older ? stamp[w] : oldest;
     }
-    set[0] = line;
+    lines_[base + victim] = line;
+    stamps_[base + victim] = ++clock_;
 }
 
 void CacheLevel::invalidate(uint64_t addr)
 {
     uint64_t line = addr >> line_shift_;
-    uint64_t *set = set_of(line);
+    uint64_t base = set_base(line);
     for (uint32_t w = 0; w < ways_; w++) {
-        if (set[w] == line) {
-            std::memmove(set + w, set + w + 1, (ways_ - 1 - w) * sizeof *set);
-            set[ways_ - 1] = kEmpty;
+        if (lines_[base + w] == line) {
+            lines_[base + w] = kEmpty;
+            stamps_[base + w] = 0;
             return;
         }
     }

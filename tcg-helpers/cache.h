@@ -17,8 +17,13 @@ namespace lwp
 {
 
 // One set-associative cache level with true LRU per set ("Levels").
-// Each set is an array of `ways` line numbers, most recently used first;
-// kEmpty marks the unused ways, which are always at the end.
+// Each set is an array of `ways` line numbers (kEmpty: an unused way), in
+// no order, each with the time it was last used: a stamp from a counter
+// that every use advances, 0 for an unused way.  The set's list of
+// docs/cache-model.md, most recently used first, is its lines by
+// decreasing stamp, so a hit only writes a stamp, and a fill replaces
+// the way with the smallest (an unused one, else the least recently
+// used line).
 class CacheLevel
 {
   public:
@@ -52,12 +57,16 @@ class CacheLevel
     static constexpr uint64_t kEmpty = ~uint64_t{0};
 
   private:
-    uint64_t *set_of(uint64_t line) const
+    uint64_t set_base(uint64_t line) const
     {
-        return lines_ + (line & set_mask_) * ways_;
+        return (line & set_mask_) * ways_;
     }
 
-    uint64_t *lines_ = nullptr; // sets * ways
+    // sets * ways each, a set's ways side by side: the lookup scans only
+    // the line numbers
+    uint64_t *lines_ = nullptr;
+    uint64_t *stamps_ = nullptr;
+    uint64_t clock_ = 0; // the last stamp given
     uint64_t set_mask_ = 0;     // sets - 1
     uint32_t ways_ = 0;
     uint32_t line_shift_ = 0;

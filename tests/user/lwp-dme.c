@@ -12,8 +12,9 @@
  * same run as upstream QEMU's execlog plugin saw them; and this program
  * checks what the spec and the documented defaults say of each chase:
  * the level that supplies the second pass over a list, its SRC and
- * latency, and how many records an interval gives (every (I+1)-th miss,
- * Random = 0).
+ * latency (as CPUID's LwpLatencyRnd and LwpLatencyMax round and cap it),
+ * and how many records an interval gives (every (I+1)-th miss, Random =
+ * 0).
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -155,6 +156,25 @@ static unsigned chase(const char *name, void *start, uint64_t n, uint32_t iv,
     return k;
 }
 
+/*
+ * The Latency field for a load that a level with @cycles supplied (spec
+ * 2.4.1): rounded down to a multiple of 2^LwpLatencyRnd and capped at
+ * 2^LwpLatencyMax - 2^LwpLatencyRnd (CPUID 8000_001C ECX 8:6 and 4:0)
+ */
+static uint32_t rec_latency(uint32_t cycles)
+{
+    uint32_t a, b, c, d, rnd, max, step;
+
+    __cpuid(LWP_CPUID_LEAF, a, b, c, d);
+    rnd = (c >> 6) & 7;
+    max = c & 0x1f;
+    step = 1u << rnd;
+    if (max && cycles > (1u << max) - step) {
+        cycles = (1u << max) - step;
+    }
+    return cycles & ~(step - 1);
+}
+
 /* Every record of the last chase is a DME record from @src with @lat */
 static void check_level(const char *what, unsigned k, unsigned want,
                         unsigned src, unsigned lat, const char *lo,
@@ -210,7 +230,8 @@ int main(int argc, char **argv)
     make_list(l2, 4096, 16);
     chase("l2-first", l2, 16, 1, 0, 0);
     k = chase("l2-second", l2, 16, 1, 0, 0);
-    check_level("16 lines in one L1 set, again", k, 8, LWP_DME_SRC_NONE, 20,
+    check_level("16 lines in one L1 set, again", k, 8, LWP_DME_SRC_NONE,
+                rec_latency(20),
                 l2, l2 + 16 * 4096);
 
     /* 1024 of them: 32 L2 sets of 16 ways cannot keep them, L3's 64 can */
@@ -218,14 +239,15 @@ int main(int argc, char **argv)
     chase("l3-first", l3, 1024, 1, 0, 0);
     k = chase("l3-second", l3, 1024, 1, 0, 0);
     check_level("1024 lines in 32 L3 sets, again", k, 512,
-                LWP_DME_SRC_LOCAL_L3, 64, l3, l3 + 1024 * 4096);
+                LWP_DME_SRC_LOCAL_L3, rec_latency(64), l3, l3 + 1024 * 4096);
 
     /* 4096: L3 cannot keep them either (cyclic LRU), DRAM supplies */
     make_list(dram, 4096, 4096);
     chase("dram-first", dram, 4096, 1, 0, 0);
     k = chase("dram-second", dram, 4096, 9, 0, 0);
     check_level("4096 lines in 32 L3 sets, again, interval 9", k, 409,
-                LWP_DME_SRC_DRAM, 256, dram, dram + 4096 * 4096);
+                LWP_DME_SRC_DRAM, rec_latency(256), dram,
+                dram + 4096 * 4096);
 
     /* Filters (Table 6-2): CLF with RAM only, then MinLatency 5 (80) */
     chase("l3-refill", l3, 1024, 1, 0, 0);
@@ -234,12 +256,14 @@ int main(int argc, char **argv)
     k = chase("dram-clf-ram", dram, 4096, 1, LWP_FILTER_CLF | LWP_FILTER_RAM,
               0);
     check_level("CLF with only RAM selected, DRAM misses", k, 2048,
-                LWP_DME_SRC_DRAM, 256, dram, dram + 4096 * 4096);
+                LWP_DME_SRC_DRAM, rec_latency(256), dram,
+                dram + 4096 * 4096);
     chase("l3-refill-2", l3, 1024, 1, 0, 0);
     k = chase("l3-minlat-80", l3, 1024, 1, 5, 0);
     report(k == 0, "MinLatency 80: no 64-cycle L3 miss counted (%u)", k);
     k = chase("dram-minlat-80", dram, 4096, 1, 5, 0);
-    check_level("MinLatency 80, DRAM misses", k, 2048, LWP_DME_SRC_DRAM, 256,
+    check_level("MinLatency 80, DRAM misses", k, 2048, LWP_DME_SRC_DRAM,
+                rec_latency(256),
                 dram, dram + 4096 * 4096);
 
     /* with Instructions Retired at the same interval, in EventId order */
@@ -274,15 +298,15 @@ int main(int argc, char **argv)
             struct rec r = read_rec(ring, i * LT_REC);
 
             if (r.event_id != LWP_EVENT_ID_DME || r.ip != want[i].ip ||
-                r.data2 != want[i].addr || r.data1 != 256 ||
+                r.data2 != want[i].addr || r.data1 != rec_latency(256) ||
                 r.flags >> 12 != (LWP_DME_SRC_DRAM << 1 | 1)) {
                 bad++;
             }
         }
         report(k == 3 && !bad, "loads in helpers (FXRSTOR, FLD m80, "
                "VPGATHERDD) and a MOV: 3 records, at FXRSTOR, the gather "
-               "and the MOV, DRAM, latency 256 (%u records, %u wrong)",
-               k, bad);
+               "and the MOV, DRAM, latency %u (%u records, %u wrong)",
+               rec_latency(256), k, bad);
     }
 
     if (dump) {

@@ -62,6 +62,10 @@ expect "max,+lwp" "max,+lwp" \
     "CPUID 8000_001C: EAX=8000007f EBX=80062016 ECX=e0010230 EDX=8000007f" \
     "available: avail val ire bre dme cnh rnh int" \
     "LWPCB size: 176 bytes, event record: 32 bytes, max EventId: 6, event area at +0x80"
+# LwpLatencyRnd (ECX 8:6) and LwpLatencyMax (4:0) are CPU properties
+expect "max,+lwp latency fields" \
+    "max,+lwp,lwp-latency-rnd=4,lwp-latency-max=10" \
+    "CPUID 8000_001C: EAX=8000007f EBX=80062016 ECX=e001032a EDX=8000007f"
 # LWP is opt-in
 expect "max" "max" "LWP supported (CPUID 8000_0001 ECX[15]): 0"
 expect "Opteron_G4 without lwp" "Opteron_G4" \
@@ -192,6 +196,10 @@ if ! has lwp-dme; then
 elif [ -f "$execlog" ]; then
     run_prog dme "dme-check max,+lwp" \
         python3 "$here/dme-check.py" "$qemu" "$execlog" "$out/lwp-dme"
+    # latencies rounded to 16 cycles (spec 2.4.1)
+    run_prog lwp-dme "lwp-dme max,+lwp,lwp-latency-rnd=4" \
+        "$qemu" -cpu max,+lwp,lwp-latency-rnd=4,lwp-latency-max=10 \
+        "$out/lwp-dme"
 else
     ko "dme-check: the execlog plugin is built ($execlog)"
 fi

@@ -815,17 +815,6 @@ void helper_lwp_fire(CPUX86State *env, target_ulong ip, target_ulong target,
 }
 
 /*
- * DCache Misses (spec 2.4, choice 55).  A load of @size bytes at the
- * linear address @addr, made by the current CPL 3 instruction of a TB
- * translated with LWP_TB_DME, completed: run it through the cache model.
- * A miss that is eligible (the IP filter, @elig; MinLatency and CLF,
- * Table 6-2) is an event, counted at once.  The event that takes the
- * counter below 0 gathers the record, which the instruction stores when
- * it retires (helper_lwp_dme_commit, helper_lwp_fire); the counter counts
- * on below 0 until then (spec 1.1 step 2).  A line-crossing load is one
- * load (lwp_cache_load).
- */
-/*
  * A load of @size bytes at @addr accessed its L1 lines in ascending order:
  * each is now the most recently used line of its set (docs:
  * cache-model.md, "LRU"), the last one if two of them share a set
@@ -844,6 +833,17 @@ static void lwp_l1_mru_update(X86CPU *cpu, target_ulong addr, uint32_t size)
     }
 }
 
+/*
+ * DCache Misses (spec 2.4, choice 55).  A load of @size bytes at the
+ * linear address @addr, made by the current CPL 3 instruction of a TB
+ * translated with LWP_TB_DME, completed: run it through the cache model.
+ * A miss that is eligible (the IP filter, @elig; MinLatency and CLF,
+ * Table 6-2) is an event, counted at once.  The event that takes the
+ * counter below 0 gathers the record, which the instruction stores when
+ * it retires (helper_lwp_dme_commit, helper_lwp_fire); the counter counts
+ * on below 0 until then (spec 1.1 step 2).  A line-crossing load is one
+ * load (lwp_cache_load).
+ */
 static void lwp_dme_count(CPUX86State *env, target_ulong addr, uint32_t size,
                           bool elig)
 {
@@ -852,21 +852,20 @@ static void lwp_dme_count(CPUX86State *env, target_ulong addr, uint32_t size,
     LwpContext ctx;
     LwpCacheResult r;
     unsigned src;
+    bool miss;
 
     if (!cpu->lwp_cache) {
         return;
     }
-    if (!lwp_cache_load(cpu->lwp_cache, addr, size, &r)) {
-        lwp_l1_mru_update(cpu, addr, size);
-        return;
-    }
+    miss = lwp_cache_load(cpu->lwp_cache, addr, size, &r);
     lwp_l1_mru_update(cpu, addr, size);
-    if (!elig || !s->cb_addr || !(s->flags & LWP_FEAT_DME)) {
+    if (!miss || !elig || !s->cb_addr || !(s->flags & LWP_FEAT_DME)) {
         return;
     }
     src = lwp_cache_dme_source(r.level);
     ctx = (LwpContext) { .ecx = env->features[FEAT_8000_001C_ECX] };
-    if (!lwp_dme_eligible(s, &ctx, r.latency, src)) {
+    if ((s->filters & (LWP_FILTER_MIN_LATENCY_MASK | LWP_FILTER_CLF)) &&
+        !lwp_dme_eligible(s, &ctx, r.latency, src)) {
         return;
     }
     /* at most as far below 0 as the engine lets a counter go */
@@ -934,17 +933,17 @@ void helper_lwp_cache_flush(CPUX86State *env)
 void helper_lwp_cache_flush_line(CPUX86State *env, target_ulong addr)
 {
     X86CPU *cpu = env_archcpu(env);
-
     target_ulong n = addr >> cpu->lwp_l1_line_shift;
     target_ulong *mru;
 
-    if (cpu->lwp_cache) {
-        lwp_cache_flush_line(cpu->lwp_cache, addr);
-        /* the set's most recently used line is no longer known */
-        mru = &cpu->lwp_l1_mru[n & (cpu->lwp_l1_sets - 1)];
-        if (*mru == n) {
-            *mru = -1;
-        }
+    if (!cpu->lwp_cache) {
+        return;
+    }
+    lwp_cache_flush_line(cpu->lwp_cache, addr);
+    /* the set's most recently used line is no longer known */
+    mru = &cpu->lwp_l1_mru[n & (cpu->lwp_l1_sets - 1)];
+    if (*mru == n) {
+        *mru = -1;
     }
 }
 
