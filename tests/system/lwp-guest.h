@@ -41,6 +41,7 @@
 #define EVENT_VAL           1                   /* LWPVAL record */
 #define EVENT_IRE           2                   /* Instructions Retired */
 #define EVENT_BRE           3                   /* Branches Retired */
+#define EVENT_DME           4                   /* DCache Misses */
 #define EVENT_CNH           5                   /* CPU Clocks not Halted */
 #define EVENT_RNH           6                   /* Ref. Clocks not Halted */
 #define EVENT_INS           0xff                /* LWPINS record */

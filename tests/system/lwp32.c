@@ -1118,6 +1118,82 @@ static void test_flush(void)
     report_prefix_pop();
 }
 
+/*
+ * DCache Misses (spec 2.4, choice 55): QEMU loads BOUND's pair of bounds
+ * in a helper, which counts it as one load.  With the IP filter on BOUND
+ * alone and the counter at 0, its miss stores a record: the bounds are
+ * on a line that no CPL3 code loaded with DME on before, so DRAM (SRC 3,
+ * 256 cycles with the default model) supplies it.
+ */
+struct user_bound {
+    u32 cb, bounds;
+    int vec[3];
+};
+
+/* LLWPCB cb; BOUND 5 against [bounds]; LLWPCB 0 */
+static void user_bound(void *arg)
+{
+    struct user_bound *u = arg;
+    const struct {
+        const u8 *insn;
+        u32 eax, ecx;
+    } step[3] = {
+        { llwpcb_eax, u->cb, 0 },
+        { bound_eax_mecx, 5, u->bounds },
+        { llwpcb_eax, 0, 0 },
+    };
+    struct insn_regs r;
+
+    init_regs(&r, USER_DS);
+    for (int i = 0; i < 3; i++) {
+        r.eax = step[i].eax;
+        r.ecx = step[i].ecx;
+        u->vec[i] = run_insn(step[i].insn, &r);
+    }
+}
+
+static void test_dme_bound(void)
+{
+    u64 cfg = LWP_VAL | LWP_DME | LWP_CFG_COREID(CORE_ID);
+    /* a line of the arena that no DME period loaded */
+    u32 *bounds = (u32 *)at(DATA + 0x400);
+    struct user_bound u = { .cb = lin(at(CB0)), .bounds = lin(bounds) };
+    const struct lwp_record *rec = rec_at(RING0);
+    struct lwpcb *cb;
+    u32 w0;
+    int ret;
+
+    report_prefix_push("CPL3 DME");
+    if (!(cpuid(LWP_LEAF).d & LWP_DME) ||
+        !(cpuid(LWP_LEAF).c & (1u << 29)) || wrmsr_safe(MSR_LWP_CFG, cfg)) {
+        report_skip("DME or IP filtering not available");
+        report_prefix_pop();
+        return;
+    }
+    bounds[0] = 1;
+    bounds[1] = 9;
+    cb = put_lwpcb(lin(at(CB0)), lin(at(RING0)), LWP_DME);
+    cb->event[EVENT_DME - 1].interval = 1;
+    cb->event[EVENT_DME - 1].counter = 0;
+    cb->filters = 1u << 31;                 /* IPF */
+    cb->base_ip = cb->limit_ip = lin(bound_eax_mecx);
+    memset(at(RING0), 0, ring_size);
+    ret = run_in_user(user_bound, &u);
+    w0 = rec[0].event_id | rec[0].core_id << 8 | (u32)rec[0].flags << 16;
+    report(!ret && !u.vec[0] && !u.vec[1] && !u.vec[2] &&
+           cb->head == RECORD_SIZE && rec[0].event_id == EVENT_DME &&
+           rec[0].ip == lin(bound_eax_mecx) && rec[0].data2 == u.bounds &&
+           w0 >> 28 == (3 << 1 | 1) && rec[0].data1 == 256,
+           "BOUND within its bounds - expect one record: EventId 4, IP %x, "
+           "DAV, SRC 3, latency 256, address %x (got return %x, vectors "
+           "%d %d %d, head %u, EventId %u, IP %llx, flags %x, latency %u, "
+           "address %llx)", lin(bound_eax_mecx), u.bounds, ret, u.vec[0],
+           u.vec[1], u.vec[2], cb->head, rec[0].event_id, rec[0].ip,
+           w0 >> 28, rec[0].data1, rec[0].data2);
+    wrmsr(MSR_LWP_CFG, LWP_VAL | LWP_CFG_COREID(CORE_ID));
+    report_prefix_pop();
+}
+
 /* ---- 9: XSAVE and XRSTOR of the LWP state (spec 7) ---- */
 
 #define XSAVE_LWP_OFF       0x340               /* CPUID 0xD.62 EBX */
@@ -1276,6 +1352,8 @@ static u32 pgtab[1024] __attribute__((aligned(4096)));
 
 static void set_pte(u32 linear, u32 flags)
 {
+    /* the stores before it go through the old mapping */
+    asm volatile("" : : : "memory");
     pgtab[(linear >> 12) & 0x3ff] = (linear & ~0xfffu) | flags;
     asm volatile("invlpg (%0)" : : "r"(linear) : "memory");
 }
@@ -1434,6 +1512,7 @@ int main(u32 magic, u32 mbi)
         test_vm86();
         test_cpl3();
         test_flush();
+        test_dme_bound();
         test_xsave();
         test_paging();
     }

@@ -31,6 +31,8 @@
     X(slwpcb_eax, 0x8f, 0xe9, 0x78, 0x12, 0xc8)                               \
     /* vvvv' = 0111b (38): the top bit of vvvv set, #UD */                    \
     X(llwpcb_vvvv0111, 0x8f, 0xe9, 0x38, 0x12, 0xc0)                          \
+    /* BOUND EAX, [ECX] (62 /r, ModRM 01): not LWP, a load in a helper */     \
+    X(bound_eax_mecx, 0x62, 0x01)                                             \
     X(slwpcb_vvvv0111, 0x8f, 0xe9, 0x38, 0x12, 0xc8)                          \
     /* vvvv' = 1110b (70): the bottom bit of vvvv set, #UD */                 \
     X(llwpcb_vvvv1110, 0x8f, 0xe9, 0x70, 0x12, 0xc0)                          \
