@@ -805,8 +805,8 @@ static u32 dme_run(void *start, u64 n)
     struct dme_chase c = { &cb, start, n };
 
     put_cb(LWP_DME, sizeof(ring), 0);
-    cb.event[3].interval = 1;
-    cb.event[3].counter = 1;
+    cb.event[EVENT_DME - 1].interval = 1;
+    cb.event[EVENT_DME - 1].counter = 1;
     run_in_user(dme_chase_user, &c);
     return cb.head / RECORD_SIZE;
 }
@@ -837,7 +837,7 @@ static void test_dme(void)
         u32 w0 = r->event_id | r->core_id << 8 | (u32)r->flags << 16;
 
         p = (u8 *)(uintptr_t)r->data2;
-        if (r->event_id != 4 || r->core_id != CORE_ID ||
+        if (r->event_id != EVENT_DME || r->core_id != CORE_ID ||
             w0 >> 29 != 0 || !(w0 & (1u << 28)) || r->data1 != 20 ||
             p < dme_l2 || p >= dme_l2 + sizeof(dme_l2) ||
             (uintptr_t)p % 4096) {
@@ -850,19 +850,20 @@ static void test_dme(void)
 
     /* CPL0 with DME enabled: nothing counts */
     put_cb(LWP_DME, sizeof(ring), 0);
-    cb.event[3].interval = 1;
-    cb.event[3].counter = 1;
+    cb.event[EVENT_DME - 1].interval = 1;
+    cb.event[EVENT_DME - 1].counter = 1;
     asm volatile("llwpcb %0" : : "r"(&cb) : "memory");
     p = dme_l2;
     for (unsigned i = 0; i < 64; i++) {
+        /* volatile: each step must be a load, in this order */
         p = *(u8 * volatile *)p;
     }
     slwpcb();
     cb_counters(ctr);
     lwp_stop();
-    report(cb.head == 0 && ctr[3] == 1, "DME at CPL0: 64 L1 misses with LWP "
-           "enabled - expect no record and the counter still 1 (head %u, "
-           "counter %u)", cb.head, ctr[3]);
+    report(cb.head == 0 && ctr[EVENT_DME - 1] == 1, "DME at CPL0: 64 L1 "
+           "misses with LWP enabled - expect no record and the counter "
+           "still 1 (head %u, counter %u)", cb.head, ctr[EVENT_DME - 1]);
 }
 
 static void test_threshold(void)

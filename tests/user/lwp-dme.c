@@ -20,10 +20,10 @@
  */
 
 #include "lwp-test.h"
+#include "lwp-dme.h"
 
 #include <inttypes.h>
 
-void dme_chase(void *cb, void *start, uint64_t n);
 asm(".text\n"
     ".globl dme_chase\n"
     ".type dme_chase, @function\n"
@@ -40,15 +40,7 @@ asm(".text\n"
     "    ret\n"
     ".globl dme_chase_end\n"
     "dme_chase_end:\n");
-extern char dme_chase_load[];
 
-/*
- * Loads that QEMU makes in helpers: FXRSTOR of the image FXSAVE stored at
- * @a (with the gather's index and mask registers), FLD m80 at @b, VPGATHERDD of the 4 dwords at @c + idx[i], then a
- * MOV from @d; only these load while LWP is enabled
- */
-void dme_helpers(void *cb, void *a, void *b, void *c, void *d,
-                 const uint32_t *idx);
 asm(".text\n"
     ".globl dme_helpers\n"
     ".type dme_helpers, @function\n"
@@ -70,7 +62,6 @@ asm(".text\n"
     "    xor %edi, %edi\n"
     "    llwpcb %rdi\n"
     "    ret\n");
-extern char dme_at_fxrstor[], dme_at_fld[], dme_at_gather[], dme_at_mov[];
 
 #define RING_SIZE (128u << 10)  /* 4096 records: more than any chase makes */
 
@@ -137,7 +128,7 @@ static unsigned chase(const char *name, void *start, uint64_t n, uint32_t iv,
         wr32(cb, LWPCB_COUNTER(LWP_EVENT_OFFSET, LWP_EVENT_ID_IRE), iv);
     }
     dme_chase(cb, start, n);
-    printf("CHASE %s %" PRIu64 " %u %#x %d\n", name, n, iv, filters, ire);
+    printf("CHASE %s %" PRIu64 " %u 0x%x %d\n", name, n, iv, filters, ire);
     for (uint32_t off = 0; off != rd32(cb, LWPCB_HEAD); off += LT_REC) {
         struct rec r = read_rec(ring, off);
         struct dme_rec *d = &recs[k++];
@@ -200,9 +191,12 @@ int main(int argc, char **argv)
     char *l1, *l2, *l3, *dram;
     unsigned k;
 
-    if (argc > 1 && !(dump = fopen(argv[1], "wb"))) {
-        perror(argv[1]);
-        return 2;
+    if (argc > 1) {
+        dump = fopen(argv[1], "wb");
+        if (!dump) {
+            perror(argv[1]);
+            return 2;
+        }
     }
     setvbuf(stdout, NULL, _IOFBF, 1 << 20);
     if (!(lwp_available() & LWP_FEAT_DME)) {
