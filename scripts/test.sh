@@ -36,15 +36,25 @@ has() { [[ " $LAYERS " == *" $1 "* ]]; }
 logs=$BUILD/test-logs
 mkdir -p "$logs"
 
+# gtest_count LAYER LOG STATUS: count a GoogleTest run.  --gtest_brief=1
+# prints no "N FAILED TESTS" summary, only a line per failed test; a run
+# that exits non-zero fails however little it printed.
+gtest_count() {
+    local p f
+    p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$2")
+    f=$(grep -cE '^\[  FAILED  \] [A-Za-z_][A-Za-z0-9_/]*\.' "$2" || true)
+    if [ "$3" != 0 ] && [ "${f:-0}" = 0 ]; then
+        f=1
+    fi
+    count "$1" "${p:-0}" "${f:-0}"
+}
+
 if has engine; then
     log "engine unit tests"
     [ -f "$BUILD/engine/build.ninja" ] || meson setup "$BUILD/engine" "$TOP" >"$logs/engine-setup.log"
     if ninja -C "$BUILD/engine" >"$logs/engine-build.log" 2>&1; then
         "$BUILD/engine/tests/engine/engine-tests" --gtest_brief=1 2>&1 | tee "$logs/engine.log"
-        p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$logs/engine.log")
-        f=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' "$logs/engine.log")
-        count engine "${p:-0}" "${f:-0}"
-        [ -n "$p$f" ] || count engine 0 1
+        gtest_count engine "$logs/engine.log" "${PIPESTATUS[0]}"
     else
         cat "$logs/engine-build.log"; count engine 0 1
     fi
@@ -59,11 +69,10 @@ if has asan; then
     if ninja -C "$BUILD/engine-asan" tests/engine/engine-tests >"$logs/asan-build.log" 2>&1; then
         ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
             "$BUILD/engine-asan/tests/engine/engine-tests" --gtest_brief=1 2>&1 | tee "$logs/asan.log"
-        p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$logs/asan.log")
-        f=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' "$logs/asan.log")
-        count asan "${p:-0}" "${f:-0}"
+        gtest_count asan "$logs/asan.log" "${PIPESTATUS[0]}"
         # A sanitizer report stops the run: no summary, or a report after it
-        if [ -z "$p$f" ] || grep -qE 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$logs/asan.log"; then
+        if ! grep -q '^\[  PASSED  \]' "$logs/asan.log" ||
+            grep -qE 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$logs/asan.log"; then
             count asan 0 1
         fi
     else

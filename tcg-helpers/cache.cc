@@ -5,6 +5,7 @@
 
 #include "cache.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <new>
 #include <utility>
@@ -69,28 +70,36 @@ bool cache_config_valid(const LwpCacheConfig &cfg)
 
 CacheLevel::~CacheLevel()
 {
-    std::free(lines_);
+    std::free(tags_);
+    std::free(hi_);
     std::free(stamps_);
 }
 
 bool CacheLevel::init(const LwpCacheLevelConfig &cfg)
 {
-    uint64_t entries = cfg.size / cfg.line_size;
-    auto *lines =
-        static_cast<uint64_t *>(std::malloc(entries * sizeof(uint64_t)));
-    auto *stamps =
-        static_cast<uint64_t *>(std::malloc(entries * sizeof(uint64_t)));
-    if (!lines || !stamps) {
-        std::free(lines);
+    uint64_t sets = cfg.size / cfg.line_size / cfg.ways;
+    uint32_t stride = (cfg.ways + 3) & ~3u;
+    // whole host cache lines, so that a 16-way set's tags are one
+    size_t bytes = (sets * stride * sizeof(uint32_t) + 63) & ~size_t{63};
+    auto *tags = static_cast<uint32_t *>(std::aligned_alloc(64, bytes));
+    auto *hi = static_cast<uint32_t *>(std::aligned_alloc(64, bytes));
+    auto *stamps = static_cast<uint32_t *>(std::aligned_alloc(64, bytes));
+    if (!tags || !hi || !stamps) {
+        std::free(tags);
+        std::free(hi);
         std::free(stamps);
         return false;
     }
-    std::free(lines_);
+    std::free(tags_);
+    std::free(hi_);
     std::free(stamps_);
-    lines_ = lines;
+    tags_ = tags;
+    hi_ = hi;
     stamps_ = stamps;
     ways_ = cfg.ways;
-    set_mask_ = entries / cfg.ways - 1;
+    stride_ = stride;
+    set_mask_ = sets - 1;
+    set_bits_ = ilog2(sets);
     line_shift_ = ilog2(cfg.line_size);
     latency_ = cfg.latency;
     clear();
@@ -99,42 +108,51 @@ bool CacheLevel::init(const LwpCacheLevelConfig &cfg)
 
 void CacheLevel::swap(CacheLevel &other)
 {
-    std::swap(lines_, other.lines_);
+    std::swap(tags_, other.tags_);
+    std::swap(hi_, other.hi_);
     std::swap(stamps_, other.stamps_);
+    std::swap(wide_, other.wide_);
     std::swap(clock_, other.clock_);
     std::swap(set_mask_, other.set_mask_);
+    std::swap(set_bits_, other.set_bits_);
     std::swap(ways_, other.ways_);
+    std::swap(stride_, other.stride_);
     std::swap(line_shift_, other.line_shift_);
     std::swap(latency_, other.latency_);
 }
 
 void CacheLevel::clear()
 {
-    uint64_t n = (set_mask_ + 1) * ways_;
+    uint64_t n = (set_mask_ + 1) * stride_;
     for (uint64_t i = 0; i < n; i++) {
-        lines_[i] = kEmpty;
+        tags_[i] = kEmptyTag;
+        hi_[i] = 0;
         stamps_[i] = 0;
     }
+    wide_ = false;
     clock_ = 0;
 }
 
-// "LRU": a hit makes the line the most recently used of its set.  The
-// scans look at every way, without a branch that depends on the data
-// (which way hits is unpredictable, a full scan is cheaper)
-bool CacheLevel::lookup(uint64_t addr)
+// The stamp counter reached its limit: give each set's used ways the
+// stamps 1, 2, ... in the order of their stamps, which keeps every set's
+// order, and go on from the largest
+void CacheLevel::renumber()
 {
-    uint64_t line = addr >> line_shift_;
-    uint64_t base = set_base(line);
-    const uint64_t *set = lines_ + base;
-    uint32_t hit = ways_;
-    for (uint32_t w = 0; w < ways_; w++) {
-        hit = set[w] == line ? w : hit;
+    for (uint64_t base = 0; base <= set_mask_ * stride_; base += stride_) {
+        uint32_t *stamp = stamps_ + base;
+        uint64_t used[kMaxWays]; // stamp << 32 | way
+        uint32_t n = 0;
+        for (uint32_t w = 0; w < ways_; w++) {
+            if (stamp[w]) {
+                used[n++] = uint64_t{stamp[w]} << 32 | w;
+            }
+        }
+        std::sort(used, used + n);
+        for (uint32_t i = 0; i < n; i++) {
+            stamp[static_cast<uint32_t>(used[i])] = i + 1;
+        }
     }
-    if (hit == ways_) {
-        return false;
-    }
-    stamps_[base + hit] = ++clock_;
-    return true;
+    clock_ = ways_;
 }
 
 // "LRU": a fill enters as the most recently used line; the least recently
@@ -143,28 +161,19 @@ void CacheLevel::fill(uint64_t addr)
 {
     uint64_t line = addr >> line_shift_;
     uint64_t base = set_base(line);
-    const uint64_t *stamp = stamps_ + base;
-    uint32_t victim = 0;
-    uint64_t oldest = stamp[0];
-    for (uint32_t w = 1; w < ways_; w++) {
-        bool older = stamp[w] < oldest;
-        victim = older ? w : victim;
-        oldest = older ? stamp[w] : oldest;
-    }
-    lines_[base + victim] = line;
-    stamps_[base + victim] = ++clock_;
+    put(base + victim(base), line);
 }
 
 void CacheLevel::invalidate(uint64_t addr)
 {
     uint64_t line = addr >> line_shift_;
     uint64_t base = set_base(line);
-    for (uint32_t w = 0; w < ways_; w++) {
-        if (lines_[base + w] == line) {
-            lines_[base + w] = kEmpty;
-            stamps_[base + w] = 0;
-            return;
-        }
+    uint64_t ways = match(base, line);
+    if (ways) {
+        unsigned w = static_cast<unsigned>(__builtin_ctzll(ways));
+        tags_[base + w] = kEmptyTag;
+        hi_[base + w] = 0;
+        stamps_[base + w] = 0;
     }
 }
 
@@ -184,27 +193,106 @@ bool CacheModel::configure(const LwpCacheConfig &cfg)
     }
     levels_ = cfg.levels;
     dram_latency_ = cfg.dram_latency;
+    fast_path_ = 0;
+    if (cfg.level[0].ways == 4) {
+        fast_path_ = levels_ > 1 && cfg.level[1].ways == 16 ? 1 : 2;
+    }
+    for (unsigned i = 0; i <= LWP_CACHE_MAX_LEVELS; i++) {
+        bool dram = i >= levels_;
+        result_level_[i] =
+            static_cast<uint8_t>(dram ? LWP_CACHE_DRAM : LWP_CACHE_L1 + i);
+        result_latency_[i] = dram ? dram_latency_ : level_[i].latency();
+    }
     return true;
 }
 
-// "Lookup and fill": the levels in order until one hits (or DRAM); every
-// level above the one that supplied the line gets it
-unsigned CacheModel::access_line(uint64_t addr)
+// "Lookup and fill": the levels from @first on in order until one hits
+// (or DRAM); every level from @first above the one that supplied the line
+// gets it
+unsigned CacheModel::access_from(unsigned first, uint64_t addr)
 {
-    unsigned src = 0;
+    unsigned src = first;
     while (src < levels_ && !level_[src].lookup(addr)) {
         src++;
     }
-    for (unsigned i = 0; i < src; i++) {
+    for (unsigned i = first; i < src; i++) {
         level_[i].fill(addr);
     }
     return src;
 }
 
+// access_from(0, ...), when L1's sets have @ways ways and L2's
+// @l2_ways (0: any number).  Whether a load hits L1 is as good as random,
+// so L1's hit and fill are the same update of one way, chosen without a
+// branch.  The stamp counters are not checked: load goes to load_lines
+// near their limit.
+template <uint32_t ways, uint32_t l2_ways>
+unsigned CacheModel::access_line_l1(uint64_t addr)
+{
+    CacheLevel &l1 = level_[0];
+    uint64_t line = addr >> l1.line_shift_;
+    uint64_t base = (line & l1.set_mask_) * ways;
+    uint32_t lo = l1.tag_lo(line);
+    uint32_t hi = l1.tag_hi(line);
+    uint32_t *tags = l1.tags_ + base;
+    uint32_t *his = l1.hi_ + base;
+    uint32_t *stamps = l1.stamps_ + base;
+    uint64_t hit = equal_n(tags, lo, ways) & equal_n(his, hi, ways);
+    uint32_t victim = oldest_n(stamps, ways);
+    uint32_t way = hit ? static_cast<uint32_t>(__builtin_ctzll(hit)) : victim;
+    uint32_t now = ++l1.clock_; // load took load_lines near the limit
+
+    tags[way] = lo;
+    his[way] = hi;
+    l1.wide_ |= hi != 0;
+    stamps[way] = now;
+    if (hit) {
+        return 0;
+    }
+    if (l2_ways) {
+        CacheLevel &l2 = level_[1];
+        uint64_t line2 = addr >> l2.line_shift_;
+        uint64_t base2 = (line2 & l2.set_mask_) * l2_ways;
+        uint32_t hi2 = l2.tag_hi(line2);
+        uint64_t hit2 = equal_n(l2.tags_ + base2, l2.tag_lo(line2), l2_ways);
+        if (l2.wide_ || hi2) {
+            hit2 &= equal_n(l2.hi_ + base2, hi2, l2_ways);
+        }
+        if (hit2) {
+            l2.stamps_[base2 + static_cast<uint32_t>(__builtin_ctzll(hit2))] =
+                ++l2.clock_;
+            return 1;
+        }
+    } else if (levels_ > 1 && level_[1].lookup(addr)) {
+        return 1;
+    }
+    return access_from(1, addr);
+}
+
 // "Loads and line-crossing loads": the L1 lines of the load, in ascending
 // order, each accessed as above; the result describes the first that
-// missed L1
+// missed L1.  A load within one line takes a short path, with the rest out
+// of line (load_lines), so that it saves few registers
 bool CacheModel::load(uint64_t addr, uint32_t size, LwpCacheResult *res)
+{
+    uint64_t mask = ~uint64_t{0} << level_[0].line_shift_;
+    uint64_t last = addr + (size ? size - 1 : 0);
+
+    if ((addr & mask) != (last & mask) || last < addr || !fast_path_ ||
+        level_[0].clock_ >= CacheLevel::kClockLimit - 1 ||
+        level_[1].clock_ >= CacheLevel::kClockLimit - 1) {
+        return load_lines(addr, size, res);
+    }
+    unsigned src = fast_path_ == 1 ? access_line_l1<4, 16>(addr)
+                                   : access_line_l1<4, 0>(addr);
+    res->addr = addr;
+    res->level = result_level_[src];
+    res->latency = result_latency_[src];
+    res->misses = src != 0;
+    return src != 0;
+}
+
+bool CacheModel::load_lines(uint64_t addr, uint32_t size, LwpCacheResult *res)
 {
     uint64_t line = level_[0].line_size();
     uint64_t last = size ? addr + (size - 1) : addr;
@@ -219,14 +307,12 @@ bool CacheModel::load(uint64_t addr, uint32_t size, LwpCacheResult *res)
     res->level = LWP_CACHE_L1;
     res->latency = level_[0].latency();
     for (uint64_t a = first_line;; a += line) {
-        unsigned src = access_line(a);
+        unsigned src = access_from(0, a);
         if (src) {
             if (!res->misses) {
                 res->addr = a < addr ? addr : a;
-                res->level = static_cast<uint8_t>(
-                    src < levels_ ? LWP_CACHE_L1 + src : LWP_CACHE_DRAM);
-                res->latency =
-                    src < levels_ ? level_[src].latency() : dram_latency_;
+                res->level = result_level_[src];
+                res->latency = result_latency_[src];
             }
             res->misses++;
         }
@@ -235,6 +321,13 @@ bool CacheModel::load(uint64_t addr, uint32_t size, LwpCacheResult *res)
         }
     }
     return res->misses != 0;
+}
+
+void CacheModel::raise_clock_for_test(uint32_t clock)
+{
+    for (CacheLevel &l : level_) {
+        l.raise_clock_for_test(clock);
+    }
 }
 
 void CacheModel::flush()

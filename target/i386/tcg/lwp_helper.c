@@ -819,17 +819,22 @@ void helper_lwp_fire(CPUX86State *env, target_ulong ip, target_ulong target,
  * each is now the most recently used line of its set (docs:
  * cache-model.md, "LRU"), the last one if two of them share a set
  */
-static void lwp_l1_mru_update(X86CPU *cpu, target_ulong addr, uint32_t size)
+static inline void lwp_l1_mru_update(X86CPU *cpu, target_ulong addr,
+                                     uint32_t size)
 {
     target_ulong last = addr + MAX(size, 1) - 1;
-    target_ulong n;
+    target_ulong n = addr >> cpu->lwp_l1_line_shift;
 
+    if (likely(n == last >> cpu->lwp_l1_line_shift && last >= addr)) {
+        cpu->lwp_l1_mru[n & cpu->lwp_l1_mru_mask] = n;
+        return;
+    }
     if (last < addr) {
         last = -1;
     }
     for (n = addr >> cpu->lwp_l1_line_shift;
          n <= last >> cpu->lwp_l1_line_shift; n++) {
-        cpu->lwp_l1_mru[n & (cpu->lwp_l1_sets - 1)] = n;
+        cpu->lwp_l1_mru[n & cpu->lwp_l1_mru_mask] = n;
     }
 }
 
@@ -844,40 +849,59 @@ static void lwp_l1_mru_update(X86CPU *cpu, target_ulong addr, uint32_t size)
  * on below 0 until then (spec 1.1 step 2).  A line-crossing load is one
  * load (lwp_cache_load).
  */
-static void lwp_dme_count(CPUX86State *env, target_ulong addr, uint32_t size,
-                          bool elig)
+/* ... a miss that is an event: count it, and gather its record if due */
+static void lwp_dme_event(CPUX86State *env, const LwpCacheResult *r)
+{
+    LwpState *s = &env->lwp;
+    int32_t *counter = &s->counter[LWP_EVENT_ID_DME];
+    unsigned src = lwp_cache_dme_source(r->level);
+    LwpContext ctx;
+
+    if (s->filters & (LWP_FILTER_MIN_LATENCY_MASK | LWP_FILTER_CLF)) {
+        ctx = (LwpContext) { .ecx = env->features[FEAT_8000_001C_ECX] };
+        if (!lwp_dme_eligible(s, &ctx, r->latency, src)) {
+            return;
+        }
+    }
+    /* at most as far below 0 as the engine lets a counter go */
+    if (*counter > -(1 << 30)) {
+        --*counter;
+    }
+    if (*counter < 0 && !env->lwp_dme_due) {
+        env->lwp_dme_due = 1;
+        env->lwp_dme_addr = r->addr;
+        env->lwp_dme_latency = r->latency;
+        env->lwp_dme_src = src;
+    }
+}
+
+static inline void lwp_dme_count(CPUX86State *env, target_ulong addr,
+                                 uint32_t size, bool elig)
 {
     X86CPU *cpu = env_archcpu(env);
     LwpState *s = &env->lwp;
-    LwpContext ctx;
+    int32_t *counter = &s->counter[LWP_EVENT_ID_DME];
     LwpCacheResult r;
-    unsigned src;
-    bool miss;
+    bool counted;
 
     if (!cpu->lwp_cache) {
         return;
     }
-    miss = lwp_cache_load(cpu->lwp_cache, addr, size, &r);
+    counted = lwp_cache_load(cpu->lwp_cache, addr, size, &r);
     lwp_l1_mru_update(cpu, addr, size);
-    if (!miss || !elig || !s->cb_addr || !(s->flags & LWP_FEAT_DME)) {
+    counted &= elig & (s->cb_addr != 0) & !!(s->flags & LWP_FEAT_DME);
+    /*
+     * Whether a load misses is as good as random, and a miss is counted
+     * without a branch on that unless it may need more than a decrement:
+     * a filter, the counter near 0
+     */
+    if (unlikely((s->filters & (LWP_FILTER_MIN_LATENCY_MASK |
+                                LWP_FILTER_CLF)) ||
+                 *counter <= 1) && counted) {
+        lwp_dme_event(env, &r);
         return;
     }
-    src = lwp_cache_dme_source(r.level);
-    ctx = (LwpContext) { .ecx = env->features[FEAT_8000_001C_ECX] };
-    if ((s->filters & (LWP_FILTER_MIN_LATENCY_MASK | LWP_FILTER_CLF)) &&
-        !lwp_dme_eligible(s, &ctx, r.latency, src)) {
-        return;
-    }
-    /* at most as far below 0 as the engine lets a counter go */
-    if (s->counter[LWP_EVENT_ID_DME] > -(1 << 30)) {
-        s->counter[LWP_EVENT_ID_DME]--;
-    }
-    if (s->counter[LWP_EVENT_ID_DME] < 0 && !env->lwp_dme_due) {
-        env->lwp_dme_due = 1;
-        env->lwp_dme_addr = r.addr;
-        env->lwp_dme_latency = r.latency;
-        env->lwp_dme_src = src;
-    }
+    *counter -= counted;
 }
 
 /* ... from generated code: @desc is the size | LWP_DME_ELIGIBLE bit */
@@ -941,7 +965,7 @@ void helper_lwp_cache_flush_line(CPUX86State *env, target_ulong addr)
     }
     lwp_cache_flush_line(cpu->lwp_cache, addr);
     /* the set's most recently used line is no longer known */
-    mru = &cpu->lwp_l1_mru[n & (cpu->lwp_l1_sets - 1)];
+    mru = &cpu->lwp_l1_mru[n & cpu->lwp_l1_mru_mask];
     if (*mru == n) {
         *mru = -1;
     }
