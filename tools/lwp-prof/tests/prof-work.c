@@ -17,6 +17,8 @@
  *                       prints how many threshold signals it got
  *   prof-work lwpinsn   main runs work_l only: LWP's own instructions in a
  *                       hot function (the annotated disassembly names them)
+ *   prof-work dme       main runs work_m only: loads that miss every cache
+ *                       level (DCache Misses)
  *
  * work_l runs LWPINS once, then a loop of four instructions (SLWPCB,
  * LWPVAL, dec, jnz) 200,000 times: 4 * 200000 + 3 instructions (mov,
@@ -32,6 +34,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <x86intrin.h>
 
 #define LOOP(n)                                                   \
@@ -51,6 +54,32 @@ __attribute__((noinline)) void work_l(void)
                      "\tdec %%ecx\n"
                      "\tjnz 1b"
                      ::: "rax", "ecx", "cc");
+}
+
+/*
+ * work_m reads the first byte of each 4 KiB page of a 64 MiB mapping, 8
+ * times over: 131072 loads, one instruction (MOV, then three instructions
+ * of loop) each.  In the default cache model (docs/cache-model.md) every
+ * one of them misses every level: all 16384 lines are in one L1 set (4
+ * ways), and in 32 of the 2048 sets of L2 (16 ways) and of L3 (64 ways),
+ * 512 lines per set, read in the same order each time, so LRU always
+ * evicts the line that is read next.  DRAM supplies each, latency 256.
+ */
+#define DME_PAGES 16384
+#define DME_PASSES 8
+
+__attribute__((noinline)) void work_m(const unsigned char *buf)
+{
+    unsigned long n = DME_PASSES * DME_PAGES, off = 0;
+
+    __asm__ volatile("1:\tmovzbl (%[buf],%[off]), %%eax\n"
+                     "\tadd $4096, %[off]\n"
+                     "\tand $%c[mask], %[off]\n"
+                     "\tdec %[n]\n"
+                     "\tjnz 1b"
+                     : [off] "+r"(off), [n] "+r"(n)
+                     : [buf] "r"(buf), [mask] "i"(DME_PAGES * 4096 - 1)
+                     : "eax", "cc", "memory");
 }
 
 static void *run(void *fn)
@@ -127,6 +156,14 @@ int main(int argc, char **argv)
         work_c();
     } else if (!strcmp(mode, "lwpinsn")) {
         work_l();
+    } else if (!strcmp(mode, "dme")) {
+        void *buf = mmap(NULL, DME_PAGES * 4096, PROT_READ,
+                         MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+        if (buf == MAP_FAILED) {
+            return 1;
+        }
+        work_m(buf);
     } else if (!strcmp(mode, "lwpint")) {
         self_profile();
     } else {

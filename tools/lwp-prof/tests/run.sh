@@ -9,8 +9,9 @@
 # per function equal the plugin's count of the same run divided by the
 # interval, within one sample; that two runs give the same report; that
 # every thread of a threaded program is sampled; that the speedscope file
-# is valid; that bad input gets a clear error; and that a program's own
-# SIGIO handler and its own LWPCB are reported.
+# is valid; that bad input gets a clear error; that a program's own
+# SIGIO handler and its own LWPCB are reported; and that DCache Misses
+# samples name the load that misses.
 set -uo pipefail
 . "$(dirname "$0")/../../../scripts/common.sh"
 QEMU=${1:-$BUILD/qemu-x86_64}
@@ -213,6 +214,26 @@ while read -r addr mn; do
     k=$((k + 1))
 done <"$OUT/lwpinsn.objdump"
 check "LWP instructions: objdump finds 3 XOP instructions in work_l ($k)" test "$k" = 3
+
+# --- DCache Misses: every load of work_m misses every level of the default
+# cache model (prof-work.c says why), so its MOV has the samples, at
+# DRAM's latency, 256 (docs/cache-model.md); 131072 misses at interval D
+D=1009
+"$P" record -q -e dme:$D -o "$OUT/dme.lwpprof" -- "$W" dme >/dev/null 2>&1
+check "DCache Misses: record exits 0" test $? = 0
+"$P" report -s - "$OUT/dme.lwpprof" >"$OUT/dme.report" 2>&1
+read -r s share lat where < <(sed -n '/^DCache Misses: /,/^$/p' "$OUT/dme.report" |
+    awk '$2 ~ /%$/ {print $1, $2, $3, $4; exit}')
+start=$(nm "$W" | awk '$3 == "work_m" {print $1}')
+mov=$(objdump -d --disassemble=work_m "$W" |
+    awk -F'\t' '$3 ~ /^movzbl/ {sub(/:$/, "", $1); sub(/^ +/, "", $1); print $1; exit}')
+want=$(printf 'work_m+0x%x' $((16#$mov - 16#$start)))
+check "DCache Misses: the top load is work_m's MOV ($want: ${where:-none})" test "$where" = "$want"
+check "DCache Misses: it has ${share:-no} of the samples, at least 99%" \
+    awk -v x="${share%\%}" 'BEGIN {exit !(x + 0 >= 99)}'
+check "DCache Misses: its average latency is DRAM's, 256 (${lat:-none})" test "$lat" = 256.0
+check "DCache Misses: ${s:-no} samples, 131072 / $D = 129.9 within 2" \
+    test "${s:-0}" -ge 128 -a "${s:-0}" -le 132
 
 # --- a real program: xz, two threads
 head -c 2000000 /dev/urandom | base64 >"$OUT/xz-input"
