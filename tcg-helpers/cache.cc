@@ -198,10 +198,12 @@ bool CacheModel::configure(const LwpCacheConfig &cfg)
         fast_path_ = levels_ > 1 && cfg.level[1].ways == 16 ? 1 : 2;
     }
     for (unsigned i = 0; i <= LWP_CACHE_MAX_LEVELS; i++) {
-        bool dram = i >= levels_;
-        result_level_[i] =
-            static_cast<uint8_t>(dram ? LWP_CACHE_DRAM : LWP_CACHE_L1 + i);
-        result_latency_[i] = dram ? dram_latency_ : level_[i].latency();
+        result_level_[i] = LWP_CACHE_DRAM;
+        result_latency_[i] = dram_latency_;
+    }
+    for (unsigned i = 0; i < levels_ && i < LWP_CACHE_MAX_LEVELS; i++) {
+        result_level_[i] = static_cast<uint8_t>(LWP_CACHE_L1 + i);
+        result_latency_[i] = level_[i].latency();
     }
     return true;
 }
