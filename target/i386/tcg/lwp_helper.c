@@ -839,17 +839,9 @@ static inline void lwp_l1_mru_update(X86CPU *cpu, target_ulong addr,
 }
 
 /*
- * DCache Misses (spec 2.4, choice 55).  A load of @size bytes at the
- * linear address @addr, made by the current CPL 3 instruction of a TB
- * translated with LWP_TB_DME, completed: run it through the cache model.
- * A miss that is eligible (the IP filter, @elig; MinLatency and CLF,
- * Table 6-2) is an event, counted at once.  The event that takes the
- * counter below 0 gathers the record, which the instruction stores when
- * it retires (helper_lwp_dme_commit, helper_lwp_fire); the counter counts
- * on below 0 until then (spec 1.1 step 2).  A line-crossing load is one
- * load (lwp_cache_load).
+ * lwp_dme_count's slow path: an L1 miss @r that may be no event (the
+ * MinLatency and CLF filters, Table 6-2) or may make a record due
  */
-/* ... a miss that is an event: count it, and gather its record if due */
 static void lwp_dme_event(CPUX86State *env, const LwpCacheResult *r)
 {
     LwpState *s = &env->lwp;
@@ -875,6 +867,17 @@ static void lwp_dme_event(CPUX86State *env, const LwpCacheResult *r)
     }
 }
 
+/*
+ * DCache Misses (spec 2.4, choice 55).  A load of @size bytes at the
+ * linear address @addr, made by the current CPL 3 instruction of a TB
+ * translated with LWP_TB_DME, completed: run it through the cache model.
+ * A miss that is eligible (the IP filter, @elig; MinLatency and CLF,
+ * Table 6-2) is an event, counted at once.  The event that takes the
+ * counter below 0 gathers the record, which the instruction stores when
+ * it retires (helper_lwp_dme_commit, helper_lwp_fire); the counter counts
+ * on below 0 until then (spec 1.1 step 2).  A line-crossing load is one
+ * load (lwp_cache_load).
+ */
 static inline void lwp_dme_count(CPUX86State *env, target_ulong addr,
                                  uint32_t size, bool elig)
 {
