@@ -223,12 +223,12 @@ unsigned CacheModel::access_from(unsigned first, uint64_t addr)
     return src;
 }
 
-// access_from(0, ...), when L1's sets have @ways ways and L2's
-// @l2_ways (0: any number).  Whether a load hits L1 is as good as random,
-// so L1's hit and fill are the same update of one way, chosen without a
-// branch.  The stamp counters are not checked: load goes to load_lines
-// near their limit.
-template <uint32_t ways, uint32_t l2_ways>
+// access_from(0, ...), when L1's sets have @ways ways and L2's stride is
+// @l2_stride (0: not known at compile time).  Whether a load hits L1 is as
+// good as random, so L1's hit and fill are the same update of one way,
+// chosen without a branch.  L1's stamp counter is not checked: load goes
+// to load_lines near its limit.
+template <uint32_t ways, uint32_t l2_stride>
 unsigned CacheModel::access_line_l1(uint64_t addr)
 {
     CacheLevel &l1 = level_[0];
@@ -251,21 +251,7 @@ unsigned CacheModel::access_line_l1(uint64_t addr)
     if (hit) {
         return 0;
     }
-    if (l2_ways) {
-        CacheLevel &l2 = level_[1];
-        uint64_t line2 = addr >> l2.line_shift_;
-        uint64_t base2 = (line2 & l2.set_mask_) * l2_ways;
-        uint32_t hi2 = l2.tag_hi(line2);
-        uint64_t hit2 = equal_n(l2.tags_ + base2, l2.tag_lo(line2), l2_ways);
-        if (l2.wide_ || hi2) {
-            hit2 &= equal_n(l2.hi_ + base2, hi2, l2_ways);
-        }
-        if (hit2) {
-            l2.stamps_[base2 + static_cast<uint32_t>(__builtin_ctzll(hit2))] =
-                ++l2.clock_;
-            return 1;
-        }
-    } else if (levels_ > 1 && level_[1].lookup(addr)) {
+    if (levels_ > 1 && level_[1].lookup<l2_stride>(addr)) {
         return 1;
     }
     return access_from(1, addr);
@@ -281,8 +267,7 @@ bool CacheModel::load(uint64_t addr, uint32_t size, LwpCacheResult *res)
     uint64_t last = addr + (size ? size - 1 : 0);
 
     if ((addr & mask) != (last & mask) || last < addr || !fast_path_ ||
-        level_[0].clock_ >= CacheLevel::kClockLimit - 1 ||
-        level_[1].clock_ >= CacheLevel::kClockLimit - 1) {
+        level_[0].clock_ >= CacheLevel::kClockLimit - 1) {
         return load_lines(addr, size, res);
     }
     unsigned src = fast_path_ == 1 ? access_line_l1<4, 16>(addr)

@@ -45,7 +45,9 @@ class CacheLevel
     // Takes a valid level configuration; false when memory runs out
     bool init(const LwpCacheLevelConfig &cfg);
     // Whether the line holding @addr is present; a hit makes it the most
-    // recently used of its set ("LRU")
+    // recently used of its set ("LRU").  @stride: the level's stride_, if
+    // the caller knows it, for a compare unrolled at compile time
+    template <uint32_t stride = 0>
     [[gnu::always_inline]] inline bool lookup(uint64_t addr);
     // Inserts the line holding @addr, absent, as the most recently used,
     // evicting the least recently used when the set is full
@@ -100,7 +102,9 @@ class CacheLevel
     // per way
     [[gnu::always_inline]] inline uint64_t equal(const uint32_t *set,
                                                  uint32_t want) const;
-    // The ways of the set at @base whose tag is @line's
+    // The ways of the set at @base whose tag is @line's (@stride: as for
+    // lookup)
+    template <uint32_t stride = 0>
     [[gnu::always_inline]] inline uint64_t match(uint64_t base,
                                                  uint64_t line) const;
     // The way of the set at @base that a fill replaces: the one with the
@@ -186,12 +190,15 @@ uint64_t CacheLevel::equal(const uint32_t *set, uint32_t want) const
     }
 }
 
+template <uint32_t stride>
 uint64_t CacheLevel::match(uint64_t base, uint64_t line) const
 {
-    uint64_t ways = equal(tags_ + base, tag_lo(line));
+    uint64_t ways = stride ? equal_n(tags_ + base, tag_lo(line), stride)
+                           : equal(tags_ + base, tag_lo(line));
     uint32_t hi = tag_hi(line);
     if (wide_ || hi) {
-        ways &= equal(hi_ + base, hi);
+        ways &=
+            stride ? equal_n(hi_ + base, hi, stride) : equal(hi_ + base, hi);
     }
     return ways;
 }
@@ -223,11 +230,11 @@ void CacheLevel::put(uint64_t index, uint64_t line)
 }
 
 // "LRU": a hit makes the line the most recently used of its set
-bool CacheLevel::lookup(uint64_t addr)
+template <uint32_t stride> bool CacheLevel::lookup(uint64_t addr)
 {
     uint64_t line = addr >> line_shift_;
-    uint64_t base = set_base(line);
-    uint64_t ways = match(base, line);
+    uint64_t base = (line & set_mask_) * (stride ? stride : stride_);
+    uint64_t ways = match<stride>(base, line);
     if (!ways) {
         return false;
     }
@@ -253,7 +260,7 @@ class CacheModel
     [[gnu::noinline]] unsigned access_from(unsigned first, uint64_t addr);
     [[gnu::noinline]] bool load_lines(uint64_t addr, uint32_t size,
                                       LwpCacheResult *res);
-    template <uint32_t ways, uint32_t l2_ways>
+    template <uint32_t ways, uint32_t l2_stride>
     [[gnu::always_inline]] inline unsigned access_line_l1(uint64_t addr);
 
     CacheLevel level_[LWP_CACHE_MAX_LEVELS];
