@@ -68,6 +68,95 @@ bool cache_config_valid(const LwpCacheConfig &cfg)
     return true;
 }
 
+void LevelShape::set_shape(const LwpCacheLevelConfig &cfg)
+{
+    uint64_t sets = cfg.size / cfg.line_size / cfg.ways;
+    ways_ = cfg.ways;
+    set_mask_ = sets - 1;
+    set_bits_ = ilog2(sets);
+    line_shift_ = ilog2(cfg.line_size);
+    latency_ = cfg.latency;
+}
+
+void LevelShape::swap_shape(LevelShape &other)
+{
+    std::swap(set_mask_, other.set_mask_);
+    std::swap(set_bits_, other.set_bits_);
+    std::swap(ways_, other.ways_);
+    std::swap(line_shift_, other.line_shift_);
+    std::swap(latency_, other.latency_);
+}
+
+ListLevel::~ListLevel()
+{
+    std::free(lines_);
+}
+
+bool ListLevel::init(const LwpCacheLevelConfig &cfg)
+{
+    uint64_t sets = cfg.size / cfg.line_size / cfg.ways;
+    size_t bytes = (sets * cfg.ways * sizeof(uint64_t) + 63) & ~size_t{63};
+    auto *lines = static_cast<uint64_t *>(std::aligned_alloc(64, bytes));
+    if (!lines) {
+        return false;
+    }
+    std::free(lines_);
+    lines_ = lines;
+    set_shape(cfg);
+    clear();
+    return true;
+}
+
+void ListLevel::swap(ListLevel &other)
+{
+    std::swap(lines_, other.lines_);
+    swap_shape(other);
+}
+
+void ListLevel::clear()
+{
+    uint64_t n = (set_mask_ + 1) * ways_;
+    for (uint64_t i = 0; i < n; i++) {
+        lines_[i] = kEmpty;
+    }
+}
+
+// "LRU": a hit moves the line to the front of its set's list
+bool ListLevel::lookup(uint64_t addr)
+{
+    uint64_t line = addr >> line_shift_;
+    uint64_t *set = set_of(line);
+    uint32_t k = find(set, line);
+    if (k == ways_) {
+        return false;
+    }
+    to_front(set, k, line);
+    return true;
+}
+
+// ... a fill puts it in front and drops the last line if the list is full
+// (the unused places are at its end)
+void ListLevel::fill(uint64_t addr)
+{
+    uint64_t line = addr >> line_shift_;
+    to_front(set_of(line), ways_ - 1, line);
+}
+
+// ... an invalidation removes it; the lines after it move up by one place
+void ListLevel::invalidate(uint64_t addr)
+{
+    uint64_t line = addr >> line_shift_;
+    uint64_t *set = set_of(line);
+    uint32_t k = find(set, line);
+    if (k == ways_) {
+        return;
+    }
+    for (; k + 1 < ways_; k++) {
+        set[k] = set[k + 1];
+    }
+    set[ways_ - 1] = kEmpty;
+}
+
 CacheLevel::~CacheLevel()
 {
     std::free(tags_);
@@ -96,12 +185,8 @@ bool CacheLevel::init(const LwpCacheLevelConfig &cfg)
     tags_ = tags;
     hi_ = hi;
     stamps_ = stamps;
-    ways_ = cfg.ways;
     stride_ = stride;
-    set_mask_ = sets - 1;
-    set_bits_ = ilog2(sets);
-    line_shift_ = ilog2(cfg.line_size);
-    latency_ = cfg.latency;
+    set_shape(cfg);
     clear();
     return true;
 }
@@ -113,12 +198,8 @@ void CacheLevel::swap(CacheLevel &other)
     std::swap(stamps_, other.stamps_);
     std::swap(wide_, other.wide_);
     std::swap(clock_, other.clock_);
-    std::swap(set_mask_, other.set_mask_);
-    std::swap(set_bits_, other.set_bits_);
-    std::swap(ways_, other.ways_);
     std::swap(stride_, other.stride_);
-    std::swap(line_shift_, other.line_shift_);
-    std::swap(latency_, other.latency_);
+    swap_shape(other);
 }
 
 void CacheLevel::clear()
@@ -182,14 +263,19 @@ bool CacheModel::configure(const LwpCacheConfig &cfg)
     if (!cache_config_valid(cfg)) {
         return false;
     }
-    CacheLevel fresh[LWP_CACHE_MAX_LEVELS];
-    for (unsigned i = 0; i < cfg.levels; i++) {
-        if (!fresh[i].init(cfg.level[i])) {
+    ListLevel l1;
+    CacheLevel fresh[LWP_CACHE_MAX_LEVELS - 1];
+    if (!l1.init(cfg.level[0])) {
+        return false;
+    }
+    for (unsigned i = 1; i < cfg.levels; i++) {
+        if (!fresh[i - 1].init(cfg.level[i])) {
             return false;
         }
     }
-    for (unsigned i = 0; i < LWP_CACHE_MAX_LEVELS; i++) {
-        level_[i].swap(fresh[i]);
+    l1_.swap(l1);
+    for (unsigned i = 1; i < LWP_CACHE_MAX_LEVELS; i++) {
+        lower_[i - 1].swap(fresh[i - 1]);
     }
     levels_ = cfg.levels;
     dram_latency_ = cfg.dram_latency;
@@ -201,9 +287,11 @@ bool CacheModel::configure(const LwpCacheConfig &cfg)
         result_level_[i] = LWP_CACHE_DRAM;
         result_latency_[i] = dram_latency_;
     }
-    for (unsigned i = 0; i < levels_ && i < LWP_CACHE_MAX_LEVELS; i++) {
+    result_level_[0] = LWP_CACHE_L1;
+    result_latency_[0] = l1_.latency();
+    for (unsigned i = 1; i < levels_ && i < LWP_CACHE_MAX_LEVELS; i++) {
         result_level_[i] = static_cast<uint8_t>(LWP_CACHE_L1 + i);
-        result_latency_[i] = level_[i].latency();
+        result_latency_[i] = lower(i).latency();
     }
     return true;
 }
@@ -214,74 +302,85 @@ bool CacheModel::configure(const LwpCacheConfig &cfg)
 unsigned CacheModel::access_from(unsigned first, uint64_t addr)
 {
     unsigned src = first;
-    while (src < levels_ && !level_[src].lookup(addr)) {
+    while (src < levels_ && !lower(src).lookup(addr)) {
         src++;
     }
     for (unsigned i = first; i < src; i++) {
-        level_[i].fill(addr);
+        lower(i).fill(addr);
     }
     return src;
 }
 
-// access_from(0, ...), when L1's sets have @ways ways and L2's stride is
-// @l2_stride (0: not known at compile time).  Whether a load hits L1 is as
-// good as random, so L1's hit and fill are the same update of one way,
-// chosen without a branch.  L1's stamp counter is not checked: load goes
-// to load_lines near its limit.
+unsigned CacheModel::access(uint64_t addr)
+{
+    if (l1_.lookup(addr)) {
+        return 0;
+    }
+    l1_.fill(addr);
+    return access_from(1, addr);
+}
+
+// access(), when L1's sets have @ways ways and L2's stride is @l2_stride
+// (0: not known at compile time).  Whether a load hits L1 is as good as
+// random, so L1's hit and fill are the same update of its list, without a
+// branch: the line goes to the front, and the lines before its place (a
+// miss: all but the last) move back by one.
 template <uint32_t ways, uint32_t l2_stride>
 unsigned CacheModel::access_line_l1(uint64_t addr)
 {
-    CacheLevel &l1 = level_[0];
-    uint64_t line = addr >> l1.line_shift_;
-    uint64_t base = (line & l1.set_mask_) * ways;
-    uint32_t lo = l1.tag_lo(line);
-    uint32_t hi = l1.tag_hi(line);
-    uint32_t *tags = l1.tags_ + base;
-    uint32_t *his = l1.hi_ + base;
-    uint32_t *stamps = l1.stamps_ + base;
-    uint64_t hit = equal_n(tags, lo, ways) & equal_n(his, hi, ways);
-    uint32_t victim = oldest_n(stamps, ways);
-    uint32_t way = hit ? static_cast<uint32_t>(__builtin_ctzll(hit)) : victim;
-    uint32_t now = ++l1.clock_; // load took load_lines near the limit
+    uint64_t line = addr >> l1_.line_shift_;
+    uint64_t *set = l1_.lines_ + (line & l1_.set_mask_) * ways;
+    uint64_t old[ways];
+    // all ones when the line is before place w in the list (masks, not
+    // conditions, which GCC makes branches)
+    uint64_t before = 0;
 
-    tags[way] = lo;
-    his[way] = hi;
-    l1.wide_ |= hi != 0;
-    stamps[way] = now;
+#pragma GCC unroll 8
+    for (uint32_t w = 0; w < ways; w++) {
+        old[w] = set[w];
+    }
+#pragma GCC unroll 8
+    for (uint32_t w = 1; w < ways; w++) {
+        before |= -uint64_t{old[w - 1] == line};
+        set[w] = (old[w] & before) | (old[w - 1] & ~before);
+    }
+    set[0] = line;
+    bool hit = before | (old[ways - 1] == line);
     if (hit) {
         return 0;
     }
-    if (levels_ > 1 && level_[1].lookup<l2_stride>(addr)) {
+    if (levels_ == 1 || lower(1).lookup<l2_stride>(addr)) {
         return 1;
     }
-    return access_from(1, addr);
+    lower(1).fill(addr);
+    return access_from(2, addr);
 }
 
 // "Loads and line-crossing loads": the L1 lines of the load, in ascending
 // order, each accessed as above; the result describes the first that
 // missed L1.  A load within one line takes a short path, with the rest out
 // of line (load_lines), so that it saves few registers
-bool CacheModel::load(uint64_t addr, uint32_t size, LwpCacheResult *res)
+LwpCacheResult CacheModel::load(uint64_t addr, uint32_t size)
 {
-    uint64_t mask = ~uint64_t{0} << level_[0].line_shift_;
+    uint64_t mask = ~uint64_t{0} << l1_.line_shift_;
     uint64_t last = addr + (size ? size - 1 : 0);
 
-    if ((addr & mask) != (last & mask) || last < addr || !fast_path_ ||
-        level_[0].clock_ >= CacheLevel::kClockLimit - 1) {
-        return load_lines(addr, size, res);
+    if ((addr & mask) != (last & mask) || last < addr || !fast_path_) {
+        return load_lines(addr, size);
     }
     unsigned src = fast_path_ == 1 ? access_line_l1<4, 16>(addr)
                                    : access_line_l1<4, 0>(addr);
-    res->addr = addr;
-    res->level = result_level_[src];
-    res->latency = result_latency_[src];
-    res->misses = src != 0;
-    return src != 0;
+    LwpCacheResult res = {};
+    res.addr = addr;
+    res.level = result_level_[src];
+    res.latency = result_latency_[src];
+    res.misses = src != 0;
+    return res;
 }
 
-bool CacheModel::load_lines(uint64_t addr, uint32_t size, LwpCacheResult *res)
+LwpCacheResult CacheModel::load_lines(uint64_t addr, uint32_t size)
 {
-    uint64_t line = level_[0].line_size();
+    uint64_t line = l1_.line_size();
     uint64_t last = size ? addr + (size - 1) : addr;
     if (last < addr) {
         last = ~uint64_t{0};
@@ -289,45 +388,47 @@ bool CacheModel::load_lines(uint64_t addr, uint32_t size, LwpCacheResult *res)
     uint64_t first_line = addr & ~(line - 1);
     uint64_t last_line = last & ~(line - 1);
 
-    *res = LwpCacheResult{};
-    res->addr = addr;
-    res->level = LWP_CACHE_L1;
-    res->latency = level_[0].latency();
+    LwpCacheResult res = {};
+    res.addr = addr;
+    res.level = LWP_CACHE_L1;
+    res.latency = l1_.latency();
     for (uint64_t a = first_line;; a += line) {
-        unsigned src = access_from(0, a);
+        unsigned src = access(a);
         if (src) {
-            if (!res->misses) {
-                res->addr = a < addr ? addr : a;
-                res->level = result_level_[src];
-                res->latency = result_latency_[src];
+            if (!res.misses) {
+                res.addr = a < addr ? addr : a;
+                res.level = result_level_[src];
+                res.latency = result_latency_[src];
             }
-            res->misses++;
+            res.misses++;
         }
         if (a == last_line) {
             break;
         }
     }
-    return res->misses != 0;
+    return res;
 }
 
 void CacheModel::raise_clock_for_test(uint32_t clock)
 {
-    for (CacheLevel &l : level_) {
+    for (CacheLevel &l : lower_) {
         l.raise_clock_for_test(clock);
     }
 }
 
 void CacheModel::flush()
 {
-    for (unsigned i = 0; i < levels_; i++) {
-        level_[i].clear();
+    l1_.clear();
+    for (unsigned i = 1; i < levels_; i++) {
+        lower(i).clear();
     }
 }
 
 void CacheModel::flush_line(uint64_t addr)
 {
-    for (unsigned i = 0; i < levels_; i++) {
-        level_[i].invalidate(addr);
+    l1_.invalidate(addr);
+    for (unsigned i = 1; i < levels_; i++) {
+        lower(i).invalidate(addr);
     }
 }
 
@@ -379,10 +480,9 @@ bool lwp_cache_configure(LwpCache *c, const LwpCacheConfig *cfg)
     return c->model.configure(*cfg);
 }
 
-bool lwp_cache_load(LwpCache *c, uint64_t addr, uint32_t size,
-                    LwpCacheResult *res)
+LwpCacheResult lwp_cache_load(LwpCache *c, uint64_t addr, uint32_t size)
 {
-    return c->model.load(addr, size, res);
+    return c->model.load(addr, size);
 }
 
 void lwp_cache_flush(LwpCache *c)
@@ -393,6 +493,11 @@ void lwp_cache_flush(LwpCache *c)
 void lwp_cache_flush_line(LwpCache *c, uint64_t addr)
 {
     c->model.flush_line(addr);
+}
+
+uint64_t *lwp_cache_l1_lines(LwpCache *c)
+{
+    return c->model.l1_lines();
 }
 
 // Figure 2-5 SRC: L3 is the Family 15h northbridge cache (Table 6-2 NBC),

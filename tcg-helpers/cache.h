@@ -20,13 +20,96 @@
 namespace lwp
 {
 
-// One set-associative cache level with true LRU per set ("Levels").
-// Each set is an array of `ways` ways, in no order.  A way holds a line
+// What a level of either kind takes from its configuration
+class LevelShape
+{
+  public:
+    uint32_t latency() const
+    {
+        return latency_;
+    }
+    uint32_t line_size() const
+    {
+        return uint32_t{1} << line_shift_;
+    }
+
+  protected:
+    // Takes a valid level configuration
+    void set_shape(const LwpCacheLevelConfig &cfg);
+    void swap_shape(LevelShape &other);
+
+    uint64_t set_mask_ = 0; // sets - 1
+    uint32_t set_bits_ = 0;
+    uint32_t ways_ = 0;
+    uint32_t line_shift_ = 0;
+    uint32_t latency_ = 0;
+};
+
+// L1: each set is its list of "LRU", most recently used line first, as
+// line numbers, with kEmpty after the used lines.  lwp_cache_l1_lines
+// gives the glue this array, so that generated code can tell a load
+// that hits the first line of its set, which changes nothing.
+class ListLevel : public LevelShape
+{
+  public:
+    ListLevel() = default;
+    ListLevel(const ListLevel &) = delete;
+    ListLevel &operator=(const ListLevel &) = delete;
+    ~ListLevel();
+
+    // Takes a valid level configuration; false when memory runs out
+    bool init(const LwpCacheLevelConfig &cfg);
+    // As CacheLevel's
+    bool lookup(uint64_t addr);
+    void fill(uint64_t addr);
+    void invalidate(uint64_t addr);
+    void clear();
+    void swap(ListLevel &other);
+
+    uint64_t *lines()
+    {
+        return lines_;
+    }
+
+  private:
+    // CacheModel::load's path for a load within one L1 line
+    friend class CacheModel;
+
+    static constexpr uint64_t kEmpty = ~uint64_t{0};
+
+    uint64_t *set_of(uint64_t line) const
+    {
+        return lines_ + (line & set_mask_) * ways_;
+    }
+    // The list @set (ways_ entries) with its entry @k removed and @line
+    // put in front: entries 0 to k - 1 move back by one place
+    static void to_front(uint64_t *set, uint32_t k, uint64_t line)
+    {
+        for (; k > 0; k--) {
+            set[k] = set[k - 1];
+        }
+        set[0] = line;
+    }
+    // The index of @line in @set, or ways_ if it is not there
+    uint32_t find(const uint64_t *set, uint64_t line) const
+    {
+        uint32_t k = 0;
+        while (k < ways_ && set[k] != line) {
+            k++;
+        }
+        return k;
+    }
+
+    uint64_t *lines_ = nullptr;
+};
+
+// L2 and L3: one set-associative cache level with true LRU per set
+// ("Levels").  Each set is an array of `ways` ways, in no order.  A way holds a line
 // as its tag, the line number without the set index bits, in three parts
 // (see "Cost" in docs/cache-model.md): its low 31 bits in tags_
 // (kEmptyTag for an unused way), the rest in hi_, which is read only
 // while some line of the level has a nonzero rest (wide_; user
-// addresses never do in L2 and L3), and the time the way was last used:
+// addresses never do), and the time the way was last used:
 // a stamp from a counter that every use advances, 0 for an unused way.
 // The set's list of docs/cache-model.md, most recently used first, is its
 // lines by decreasing stamp, so a hit only writes a stamp, and a fill
@@ -34,7 +117,7 @@ namespace lwp
 // recently used line).  A set takes `stride_` entries of each array, its
 // ways rounded up to a multiple of 4 (the padding is kEmptyTag), so that
 // a lookup compares four tags at a time.
-class CacheLevel
+class CacheLevel : public LevelShape
 {
   public:
     CacheLevel() = default;
@@ -49,6 +132,13 @@ class CacheLevel
     // the caller knows it, for a compare unrolled at compile time
     template <uint32_t stride = 0>
     [[gnu::always_inline]] inline bool lookup(uint64_t addr);
+    // Brings the set of @addr into the host's caches
+    void prefetch(uint64_t addr) const
+    {
+        uint64_t base = set_base(addr >> line_shift_);
+        __builtin_prefetch(tags_ + base);
+        __builtin_prefetch(stamps_ + base, 1);
+    }
     // Inserts the line holding @addr, absent, as the most recently used,
     // evicting the least recently used when the set is full
     void fill(uint64_t addr);
@@ -56,15 +146,6 @@ class CacheLevel
     void invalidate(uint64_t addr);
     void clear();
     void swap(CacheLevel &other);
-
-    uint32_t latency() const
-    {
-        return latency_;
-    }
-    uint32_t line_size() const
-    {
-        return uint32_t{1} << line_shift_;
-    }
 
     // For tests only: raise the stamp counter to @clock (at most to the
     // limit), to reach the renumbering of stamps without two billion
@@ -76,10 +157,6 @@ class CacheLevel
     }
 
   private:
-    // CacheModel::load's path for a load within one L1 line uses the
-    // steps of lookup and fill below
-    friend class CacheModel;
-
     static constexpr uint32_t kEmptyTag = ~uint32_t{0};
     static constexpr uint32_t kTagBits = 31;
     // Stamps stay below this, so that they compare as signed numbers too
@@ -126,13 +203,8 @@ class CacheLevel
     uint32_t *hi_ = nullptr;
     uint32_t *stamps_ = nullptr;
     bool wide_ = false;
-    uint32_t clock_ = 0;    // the last stamp given
-    uint64_t set_mask_ = 0; // sets - 1
-    uint32_t set_bits_ = 0;
-    uint32_t ways_ = 0;
+    uint32_t clock_ = 0; // the last stamp given
     uint32_t stride_ = 0;
-    uint32_t line_shift_ = 0;
-    uint32_t latency_ = 0;
 };
 
 // The ways among @set's @n entries that hold @want: a bit per way
@@ -248,27 +320,39 @@ class CacheModel
 {
   public:
     bool configure(const LwpCacheConfig &cfg);
-    bool load(uint64_t addr, uint32_t size, LwpCacheResult *res);
-    // For tests only: CacheLevel::raise_clock_for_test on every level
+    LwpCacheResult load(uint64_t addr, uint32_t size);
+    // For tests only: CacheLevel::raise_clock_for_test on L2 and L3
     void raise_clock_for_test(uint32_t clock);
     void flush();
     void flush_line(uint64_t addr);
+    // lwp_cache_l1_lines
+    uint64_t *l1_lines()
+    {
+        return l1_.lines();
+    }
 
   private:
-    // One L1 line from level @first on (after a miss in those above it):
-    // the level that supplied it (index into level_, or levels_ for DRAM)
+    // Level @i, 1 (L2) or 2 (L3)
+    CacheLevel &lower(unsigned i)
+    {
+        return lower_[i - 1];
+    }
+    // One L1 line from level @first >= 1 on (after a miss in those above
+    // it): the level that supplied it (0 is L1, levels_ DRAM)
     [[gnu::noinline]] unsigned access_from(unsigned first, uint64_t addr);
-    [[gnu::noinline]] bool load_lines(uint64_t addr, uint32_t size,
-                                      LwpCacheResult *res);
+    // One L1 line from L1 on
+    unsigned access(uint64_t addr);
+    [[gnu::noinline]] LwpCacheResult load_lines(uint64_t addr, uint32_t size);
     template <uint32_t ways, uint32_t l2_stride>
     [[gnu::always_inline]] inline unsigned access_line_l1(uint64_t addr);
 
-    CacheLevel level_[LWP_CACHE_MAX_LEVELS];
+    ListLevel l1_;
+    CacheLevel lower_[LWP_CACHE_MAX_LEVELS - 1]; // L2, L3
     unsigned levels_ = 0;
     unsigned fast_path_ = 0;
     uint32_t dram_latency_ = 0;
-    // By the supplying level (index into level_, levels_ for DRAM): the
-    // result's level and latency
+    // By the supplying level (0 is L1, levels_ DRAM): the result's level
+    // and latency
     uint8_t result_level_[LWP_CACHE_MAX_LEVELS + 1] = {};
     uint32_t result_latency_[LWP_CACHE_MAX_LEVELS + 1] = {};
 };

@@ -330,16 +330,26 @@ void lwp_cache_free(LwpCache *c);
 bool lwp_cache_configure(LwpCache *c, const LwpCacheConfig *cfg);
 /*
  * A load of @size bytes (0 counts as 1) at @addr, linear or physical as
- * the glue chooses: fills *@res and returns whether it missed L1, i.e.
- * whether it is a DCache miss (a line-crossing load is one miss however
- * many of its lines missed, spec 2.4).
+ * the glue chooses: its result, whose misses is not 0 when it missed L1,
+ * i.e. when it is a DCache miss (a line-crossing load is one miss however
+ * many of its lines missed, spec 2.4).  Returned by value: two registers
+ * on the usual 64-bit ABIs.
  */
-bool lwp_cache_load(LwpCache *c, uint64_t addr, uint32_t size,
-                    LwpCacheResult *res);
+LwpCacheResult lwp_cache_load(LwpCache *c, uint64_t addr, uint32_t size);
 /* Every level empty: RESET, INVD, WBINVD */
 void lwp_cache_flush(LwpCache *c);
 /* The line holding @addr leaves every level: CLFLUSH, CLFLUSHOPT */
 void lwp_cache_flush_line(LwpCache *c, uint64_t addr);
+/*
+ * L1 as the model keeps it, for generated code to read: set s of L1's
+ * sets is the L1-ways entries from index s * ways, the line numbers
+ * (address >> log2(line size)) of its lines from the most recently used
+ * to the least, then all ones for each unused way (docs/cache-model.md,
+ * "LRU").  A load within line n that is entry 0 of its set hits L1 and
+ * changes nothing, so it need not be passed to lwp_cache_load.  Valid
+ * until lwp_cache_configure or lwp_cache_free.
+ */
+uint64_t *lwp_cache_l1_lines(LwpCache *c);
 /* SRC of a DCache Miss record (Figure 2-5, LWP_DME_SRC_*) for a level */
 unsigned lwp_cache_dme_source(unsigned level);
 

@@ -72,8 +72,8 @@ class StreamWriter
 
     void load(uint64_t addr, uint32_t size)
     {
-        LwpCacheResult r;
-        bool miss = lwp_cache_load(cache_, addr, size, &r);
+        LwpCacheResult r = lwp_cache_load(cache_, addr, size);
+        bool miss = r.misses != 0;
         std::fprintf(out_, "load %" PRIx64 " %x -> %x %x %x %" PRIx64 " %x\n",
                      addr, size, miss, r.level, r.latency, r.addr, r.misses);
         counts.loads++;
@@ -318,8 +318,8 @@ TEST(CacheStamps, RenumberingChangesNoResult)
                 std::fprintf(out, "flushline %" PRIx64 "\n", addr);
                 pushed.flush_line(addr);
             }
-            LwpCacheResult r;
-            bool miss = pushed.load(addr, size, &r);
+            LwpCacheResult r = pushed.load(addr, size);
+            bool miss = r.misses != 0;
             std::fprintf(
                 out, "load %" PRIx64 " %x -> %x %x %x %" PRIx64 " %x\n", addr,
                 size, miss, r.level, r.latency, r.addr, r.misses);

@@ -58,8 +58,8 @@ class Cache : public ::testing::Test
     {
         int i = 0;
         for (const Step &s : steps) {
-            LwpCacheResult r;
-            bool miss = lwp_cache_load(c, s.addr, s.size, &r);
+            LwpCacheResult r = lwp_cache_load(c, s.addr, s.size);
+            bool miss = r.misses != 0;
             SCOPED_TRACE(testing::Message()
                          << "step " << i++ << ": load " << std::hex << s.addr
                          << " size " << std::dec << s.size);

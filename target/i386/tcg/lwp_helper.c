@@ -815,43 +815,19 @@ void helper_lwp_fire(CPUX86State *env, target_ulong ip, target_ulong target,
 }
 
 /*
- * A load of @size bytes at @addr accessed its L1 lines in ascending order:
- * each is now the most recently used line of its set (docs:
- * cache-model.md, "LRU"), the last one if two of them share a set
- */
-static inline void lwp_l1_mru_update(X86CPU *cpu, target_ulong addr,
-                                     uint32_t size)
-{
-    target_ulong last = addr + MAX(size, 1) - 1;
-    target_ulong n = addr >> cpu->lwp_l1_line_shift;
-
-    if (likely(n == last >> cpu->lwp_l1_line_shift && last >= addr)) {
-        cpu->lwp_l1_mru[n & cpu->lwp_l1_mru_mask] = n;
-        return;
-    }
-    if (last < addr) {
-        last = -1;
-    }
-    for (n = addr >> cpu->lwp_l1_line_shift;
-         n <= last >> cpu->lwp_l1_line_shift; n++) {
-        cpu->lwp_l1_mru[n & cpu->lwp_l1_mru_mask] = n;
-    }
-}
-
-/*
  * lwp_dme_count's slow path: an L1 miss @r that may be no event (the
  * MinLatency and CLF filters, Table 6-2) or may make a record due
  */
-static void lwp_dme_event(CPUX86State *env, const LwpCacheResult *r)
+static void lwp_dme_event(CPUX86State *env, LwpCacheResult r)
 {
     LwpState *s = &env->lwp;
     int32_t *counter = &s->counter[LWP_EVENT_ID_DME];
-    unsigned src = lwp_cache_dme_source(r->level);
+    unsigned src = lwp_cache_dme_source(r.level);
     LwpContext ctx;
 
     if (s->filters & (LWP_FILTER_MIN_LATENCY_MASK | LWP_FILTER_CLF)) {
         ctx = (LwpContext) { .ecx = env->features[FEAT_8000_001C_ECX] };
-        if (!lwp_dme_eligible(s, &ctx, r->latency, src)) {
+        if (!lwp_dme_eligible(s, &ctx, r.latency, src)) {
             return;
         }
     }
@@ -861,8 +837,8 @@ static void lwp_dme_event(CPUX86State *env, const LwpCacheResult *r)
     }
     if (*counter < 0 && !env->lwp_dme_due) {
         env->lwp_dme_due = 1;
-        env->lwp_dme_addr = r->addr;
-        env->lwp_dme_latency = r->latency;
+        env->lwp_dme_addr = r.addr;
+        env->lwp_dme_latency = r.latency;
         env->lwp_dme_src = src;
     }
 }
@@ -890,9 +866,9 @@ static inline void lwp_dme_count(CPUX86State *env, target_ulong addr,
     if (!cpu->lwp_cache) {
         return;
     }
-    counted = lwp_cache_load(cpu->lwp_cache, addr, size, &r);
-    lwp_l1_mru_update(cpu, addr, size);
-    counted &= elig & (s->cb_addr != 0) & !!(s->flags & LWP_FEAT_DME);
+    r = lwp_cache_load(cpu->lwp_cache, addr, size);
+    counted = (r.misses != 0) & elig & (s->cb_addr != 0) &
+              !!(s->flags & LWP_FEAT_DME);
     /*
      * Whether a load misses is as good as random, and a miss is counted
      * without a branch on that unless it may need more than a decrement:
@@ -901,7 +877,7 @@ static inline void lwp_dme_count(CPUX86State *env, target_ulong addr,
     if (unlikely((s->filters & (LWP_FILTER_MIN_LATENCY_MASK |
                                 LWP_FILTER_CLF)) ||
                  *counter <= 1) && counted) {
-        lwp_dme_event(env, &r);
+        lwp_dme_event(env, r);
         return;
     }
     *counter -= counted;
@@ -960,17 +936,9 @@ void helper_lwp_cache_flush(CPUX86State *env)
 void helper_lwp_cache_flush_line(CPUX86State *env, target_ulong addr)
 {
     X86CPU *cpu = env_archcpu(env);
-    target_ulong n = addr >> cpu->lwp_l1_line_shift;
-    target_ulong *mru;
 
-    if (!cpu->lwp_cache) {
-        return;
-    }
-    lwp_cache_flush_line(cpu->lwp_cache, addr);
-    /* the set's most recently used line is no longer known */
-    mru = &cpu->lwp_l1_mru[n & cpu->lwp_l1_mru_mask];
-    if (*mru == n) {
-        *mru = -1;
+    if (cpu->lwp_cache) {
+        lwp_cache_flush_line(cpu->lwp_cache, addr);
     }
 }
 
