@@ -326,6 +326,8 @@ static void test_lwp_cfg(u32 edx)
     report_prefix_push("LWP_CFG");
     for (bit = 1; bit < 32; bit++) {
         v = BIT_ULL(bit);
+        printf("trace-expect: lwp_wrmsr_cfg cpu 0 0x%lx\n", known);
+        printf("trace-expect: lwp_wrmsr_cfg cpu 0 0x%lx\n", v);
         wrmsr_safe(MSR_LWP_CFG, known);
         vec = wrmsr_safe(MSR_LWP_CFG, v);
         got = ~0ul;
@@ -375,9 +377,12 @@ static void test_lwp_cbaddr(void)
     vec = rdmsr_safe(MSR_LWP_CBADDR, &got);
     report(!vec && got == 0, "RDMSR(LWP_CBADDR), no LWPCB loaded - expect 0 "
            "(got vector %d, %lx)", vec, got);
+    /* run.sh finds each write, refused or not, in QEMU's trace log */
+    printf("trace-expect: lwp_wrmsr_cbaddr cpu 0 0x0\n");
     report(wrmsr_safe(MSR_LWP_CBADDR, 0) == 0,
            "WRMSR(LWP_CBADDR, 0) - expect accepted");
     for (i = 0; i < ARRAY_SIZE(bad); i++) {
+        printf("trace-expect: lwp_wrmsr_cbaddr cpu 0 0x%lx\n", bad[i]);
         vec = wrmsr_safe(MSR_LWP_CBADDR, bad[i]);
         got = ~0ul;
         rdmsr_safe(MSR_LWP_CBADDR, &got);

@@ -58,11 +58,18 @@ for c in "${configs[@]}"; do
         read -r -a accel <<<"$machine"
     fi
     boot="$kernel config=$name"
+    # the LWP MSR trace events of the 64-bit max run (lwp.c trace-expect)
+    trace=()
+    log=$build/trace-$kernel-$name.log
+    rm -f "$log"
+    if [ "$kernel $name" = "tests.elf max" ]; then
+        trace=(-d trace:lwp_wrmsr_cfg,trace:lwp_wrmsr_cbaddr -D "$log")
+    fi
     echo "=== $boot -cpu $cpu${machine:+ $machine}"
     out=$(timeout 60 "$qemu" "${firmware[@]}" -M pc -nographic \
               -serial stdio -monitor none \
               -device isa-debug-exit,iobase=0xf4,iosize=0x4 \
-              "${accel[@]}" -no-reboot -cpu "$cpu" \
+              "${accel[@]}" -no-reboot -cpu "$cpu" "${trace[@]}" \
               -kernel "$build/$kernel" -append "config=$name" \
               2>&1 </dev/null)
     status=$?
@@ -71,6 +78,21 @@ for c in "${configs[@]}"; do
 
     pass=$(grep -c '^PASS: ' <<<"$out")
     fail=$(grep -c '^FAIL: ' <<<"$out")
+    if [ ${#trace[@]} -gt 0 ]; then
+        # each trace-expect line, in order, among the log's lines
+        n=$(grep -c '^trace-expect: ' <<<"$out")
+        if grep '^trace-expect: ' <<<"$out" | tr -d '\r' |
+                sed 's/^trace-expect: //' |
+                awk -v file="$log" 'BEGIN { while ((getline l < file) > 0) t[++m] = l }
+                     { while (++i <= m && t[i] != $0) ; if (i > m) exit 1 }' &&
+                [ "$n" -gt 0 ]; then
+            echo "PASS: the $n LWP MSR writes lwp.c expects, in order, in the trace log"
+            passed=$((passed + 1))
+        else
+            echo "FAIL: the $n LWP MSR writes lwp.c expects, in order, in the trace log ($log)"
+            failed=$((failed + 1))
+        fi
+    fi
     passed=$((passed + pass))
     failed=$((failed + fail))
 

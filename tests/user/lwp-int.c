@@ -106,15 +106,8 @@ static void on_sigio(int sig, siginfo_t *si, void *uc_)
  */
 static uint32_t run(uint32_t flags, uint32_t thr, uint64_t trips)
 {
-    uint32_t e = LWP_EVENT_OFFSET;
-
-    lwpcb_init(cb, ring, RING_SIZE, flags);
-    wr32(cb, LWPCB_THRESHOLD, thr);
-    wr32(cb, LWPCB_FILTERS, LWP_FILTER_IPF);
-    wr64(cb, LWPCB_BASE_IP, (uintptr_t)int_l0);
-    wr64(cb, LWPCB_LIMIT_IP, (uintptr_t)int_l3);
-    wr32(cb, LWPCB_INTERVAL(e, LWP_EVENT_ID_IRE), 9);
-    wr32(cb, LWPCB_COUNTER(e, LWP_EVENT_ID_IRE), 9);
+    lwpcb_init_ire_in(cb, ring, RING_SIZE, flags, thr, (uintptr_t)int_l0,
+                      (uintptr_t)int_l3, 9);
     threshold = thr;
     nsig = 0;
     drained = 0;

@@ -117,6 +117,18 @@ static uint32_t lwp_available(void)
     return a;
 }
 
+/* CPUID 8000_001C ECX LwpIpFiltering (spec 3.3) */
+static int lwp_ip_filtering(void)
+{
+    uint32_t a, b, c, d;
+
+    __cpuid(LWP_CPUID_LEAF, a, b, c, d);
+    (void)a;
+    (void)b;
+    (void)d;
+    return !!(c & LWP_CAP_IP_FILTERING);
+}
+
 /* ---- guarded execution ---------------------------------------------------- */
 
 struct fault {
@@ -351,6 +363,26 @@ static void lwpcb_init(void *cb, void *ring, uint32_t ring_size,
     wr32(cb, LWPCB_BUFFER_SIZE, ring_size);
     wr64(cb, LWPCB_BUFFER_BASE, (uintptr_t)ring);
     memset(ring, 0xa5, ring_size);
+}
+
+/*
+ * ... for Instructions Retired every (interval + 1)th instruction in
+ * [base_ip, limit_ip] (the IP filter, spec 6), and the given Threshold
+ */
+static void lwpcb_init_ire_in(void *cb, void *ring, uint32_t ring_size,
+                              uint32_t flags, uint32_t threshold,
+                              uintptr_t base_ip, uintptr_t limit_ip,
+                              uint32_t interval)
+{
+    uint32_t e = LWP_EVENT_OFFSET;
+
+    lwpcb_init(cb, ring, ring_size, flags);
+    wr32(cb, LWPCB_THRESHOLD, threshold);
+    wr32(cb, LWPCB_FILTERS, LWP_FILTER_IPF);
+    wr64(cb, LWPCB_BASE_IP, base_ip);
+    wr64(cb, LWPCB_LIMIT_IP, limit_ip);
+    wr32(cb, LWPCB_INTERVAL(e, LWP_EVENT_ID_IRE), interval);
+    wr32(cb, LWPCB_COUNTER(e, LWP_EVENT_ID_IRE), interval);
 }
 
 /* ---- the instructions, guarded ---------------------------------------------- */

@@ -78,7 +78,7 @@ expect "Opteron_G4 without lwp" "Opteron_G4" \
 # region) counts as one more failure.
 PCFLAGS=(-O1 -g -Wall -Wextra -Werror -static -mlwp -pthread -I"$top/include")
 progs=(xop-encoding lwp-insns lwp-faults lwp-threads lwp-ire lwp-int lwp-exits
-       lwp-sigabi lwp-flush lwp-dme)
+       lwp-sigabi lwp-flush lwp-dme lwp-trace)
 built=()
 for p in "${progs[@]}"; do
     if gcc "${PCFLAGS[@]}" -o "$out/$p" "$here/$p.c"; then
@@ -211,6 +211,11 @@ elif printf '%s\n' "$o" | grep -q "invalid cache geometry"; then
 else
     ko "lwp-l1-size=1000 is refused with a message, got: $o"
 fi
+
+# the LWP trace events (target/i386/tcg/trace-events) against what the
+# program saw of its LWPCB, ring and signals
+has lwp-trace && run_prog trace-check "trace-check max,+lwp" \
+    python3 "$here/trace-check.py" "$qemu" max,+lwp "$out/lwp-trace"
 
 # a signal reaches a thread spinning in counted code (patch 0025's
 # exit-request restore); a lost exit shows as late signals

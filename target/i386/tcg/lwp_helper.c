@@ -21,6 +21,7 @@
 #include "tcg/insn-start-words.h"
 #include "tcg/tcg.h"
 #include "helper-tcg.h"
+#include "trace.h"
 #ifndef CONFIG_USER_ONLY
 #include "qemu/main-loop.h"
 #include "hw/i386/apic.h"
@@ -202,6 +203,8 @@ static void lwp_begin(CPUX86State *env, LwpContext *ctx, LwpGlue *g,
  */
 static void lwp_threshold_interrupt(CPUX86State *env)
 {
+    trace_lwp_threshold(env_cpu(env)->cpu_index, env->lwp.head,
+                        env->lwp.tail);
 #ifdef CONFIG_USER_ONLY
     env->lwp_int_pending = 1;
     cpu_exit(env_cpu(env));
@@ -242,6 +245,8 @@ static void lwp_finish(LwpGlue *g, LwpStatus st, const LwpResult *res)
         MMUAccessType type = res->fault_write ? MMU_DATA_STORE
                                               : MMU_DATA_LOAD;
 
+        trace_lwp_fault(env_cpu(env)->cpu_index, addr, len,
+                        res->fault_write);
         while (len) {
             uint32_t plen = MIN(len, -(addr | TARGET_PAGE_MASK));
             probe_access(env, addr, plen, type, g->mmu_idx, g->ra);
@@ -717,7 +722,11 @@ static void lwp_store_due(CPUX86State *env, const LwpEventInfo *ev)
     uint32_t hflags = env->hflags;
 
     lwp_x86_context(env, &ctx);
-    lwp_store_events(&env->lwp, &ctx, &mem, ev, ev->events, &res);
+    if (lwp_store_events(&env->lwp, &ctx, &mem, ev, ev->events, &res) ==
+        LWP_FAULT_PF) {
+        trace_lwp_fault(env_cpu(env)->cpu_index, res.fault_addr,
+                        res.fault_len, res.fault_write);
+    }
     /* a record left pending: the next TB, even chained, must sync first */
     cpu_sync_lwp_hflag(env);
     if (env->hflags != hflags) {
@@ -961,6 +970,12 @@ void helper_llwpcb(CPUX86State *env, target_ulong ea)
     st = lwp_llwpcb(&env->lwp, &ctx, &mem, ea, &res);
     if (st != LWP_OK) {
         lwp_add(&env->lwp, ev, -1, -1);
+    } else if (env->lwp.cb_addr) {
+        trace_lwp_llwpcb(env_cpu(env)->cpu_index, env->lwp.cb_addr,
+                         env->lwp.flags, env->lwp.buffer_base,
+                         env->lwp.buffer_size);
+    } else {
+        trace_lwp_llwpcb_disable(env_cpu(env)->cpu_index);
     }
     lwp_finish(&g, st, &res);
 }
@@ -980,6 +995,10 @@ target_ulong helper_slwpcb(CPUX86State *env)
     lwp_x86_flush_recount(env, g.ra, 1);
     st = lwp_slwpcb(&env->lwp, &ctx, &mem, &ea, &res);
     lwp_x86_flush_recount(env, g.ra, -1);
+    if (st == LWP_OK && env->lwp.cb_addr) {
+        trace_lwp_flush(env_cpu(env)->cpu_index, env->lwp.cb_addr,
+                        env->lwp.head);
+    }
     lwp_finish(&g, st, &res);
     return ea;
 }

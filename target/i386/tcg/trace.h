@@ -1,0 +1,1 @@
+#include "trace/trace-target_i386_tcg.h"

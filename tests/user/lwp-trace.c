@@ -1,0 +1,155 @@
+/*
+ * lwp-trace: what a program sees of its LWP state, printed as the lines
+ * the target/i386/tcg trace events must log for it (trace-check.py runs
+ * it under qemu-x86_64 -d trace:lwp_* and compares).
+ *
+ * Every expected value comes from the program's own view: the LWPCB as
+ * LLWPCB and SLWPCB leave it in memory (spec 5.1, 5.2: Flags read back,
+ * BufferHeadOffset), BufferTailOffset as the SIGIO handler wrote it (the
+ * tail LWP reads when the ring looks full to the threshold, 8.3), and
+ * the address of the SIGSEGV that a record store into a read-only ring
+ * page raises (si_addr).  The order of the lines is the program's order.
+ *
+ * Printed lines: "expect: EVENT ARGS" for each event, in order; then the
+ * usual PASS/FAIL lines and summary (run.sh).
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#include "lwp-test.h"
+
+#include <inttypes.h>
+
+/*
+ * trace_loop(trips): four instructions a trip; the IP filter keeps the
+ * records to them (the SIGIO handler runs with LWP disabled, choice 43)
+ */
+asm(".text\n"
+    ".globl trace_loop, trace_l0, trace_l3\n"
+    "trace_loop:\n"
+    "    mov %rdi, %rcx\n"
+    "trace_l0: add $1, %rax\n"
+    "    add $2, %rdx\n"
+    "    dec %rcx\n"
+    "trace_l3: jnz trace_l0\n"
+    "    ret\n");
+void trace_loop(uint64_t trips);
+extern char trace_l0[], trace_l3[];
+
+#define RING_SIZE (64 * LT_REC)
+#define THRESHOLD (8 * LT_REC)
+#define MAX_SIGS 256
+
+static uint8_t *cb, *ring;
+static volatile int nsig;
+static uint32_t sig_head[MAX_SIGS], sig_tail[MAX_SIGS];
+static uint32_t tail;
+
+static void on_sigio(int sig, siginfo_t *si, void *uc)
+{
+    uint32_t head = rd32(cb, LWPCB_HEAD);
+
+    (void)sig;
+    (void)si;
+    (void)uc;
+    if (nsig < MAX_SIGS) {
+        sig_head[nsig] = head;
+        sig_tail[nsig] = tail;
+    }
+    nsig++;
+    /* drain: the next crossing is a new one */
+    tail = head;
+    wr32(cb, LWPCB_TAIL, head);
+}
+
+/* the ring's page fault: make it writable and restart the store */
+static int nsegv;
+static uintptr_t segv_addr;
+
+static int on_segv(const struct fault *f)
+{
+    if (f->signo != SIGSEGV || nsegv++) {
+        return 0;
+    }
+    segv_addr = f->addr;
+    mprotect(ring, RING_SIZE, PROT_READ | PROT_WRITE);
+    return 1;
+}
+
+int main(void)
+{
+    uint32_t need = LWP_FEAT_AVAIL | LWP_FEAT_IRE | LWP_FEAT_INT;
+    struct sigaction sa = { .sa_sigaction = on_sigio,
+                            .sa_flags = SA_SIGINFO };
+    uint32_t flags, head;
+    void *cur;
+    int i;
+
+    if ((lwp_available() & need) != need || !lwp_ip_filtering()) {
+        report_skip("this CPU has no IRE, INT or IP filtering");
+        return report_summary("lwp-trace");
+    }
+    cb = page_alloc(4096);
+    ring = page_alloc(RING_SIZE);
+    sigaction(SIGIO, &sa, NULL);
+
+    /* 5.1: LLWPCB; the event: the LWPCB, Flags read back, the ring */
+    lwpcb_init_ire_in(cb, ring, RING_SIZE, LWP_FEAT_IRE | LWP_FEAT_INT,
+                      THRESHOLD, (uintptr_t)trace_l0, (uintptr_t)trace_l3, 9);
+    __llwpcb(cb);
+    flags = rd32(cb, LWPCB_FLAGS);
+    printf("expect: lwp_llwpcb cpu 0 LWPCB 0x%" PRIxPTR " Flags 0x%x ring "
+           "0x%" PRIx64 " size 0x%x\n", (uintptr_t)cb, flags,
+           rd64(cb, LWPCB_BUFFER_BASE), rd32(cb, LWPCB_BUFFER_SIZE));
+
+    /* 800 records, a SIGIO at each 8th: one event each, head and tail */
+    trace_loop(2000);
+    for (i = 0; i < nsig && i < MAX_SIGS; i++) {
+        printf("expect: lwp_threshold cpu 0 BufferHeadOffset 0x%x tail "
+               "0x%x\n", sig_head[i], sig_tail[i]);
+    }
+    report(nsig == 100, "800 records, Threshold 8 records, drained at each "
+           "SIGIO: 100 SIGIOs (got %d)", nsig);
+
+    /* 5.2: SLWPCB flushes BufferHeadOffset to the LWPCB */
+    cur = __slwpcb();
+    head = rd32(cb, LWPCB_HEAD);
+    report(cur == cb, "SLWPCB returns the LWPCB");
+    printf("expect: lwp_flush cpu 0 LWPCB 0x%" PRIxPTR " BufferHeadOffset "
+           "0x%x\n", (uintptr_t)cb, head);
+
+    /*
+     * A record store into a read-only ring page faults: SIGSEGV at the
+     * record's slot; the handler makes the page writable and LWPINS,
+     * restarted, stores its record there
+     */
+    install_fault_handlers(0);
+    lt_hook = on_segv;
+    mprotect(ring, RING_SIZE, PROT_READ);
+    __lwpins32(0x1234, 0x5678, 0x9a);
+    lt_hook = NULL;
+    report(nsegv == 1 && segv_addr == (uintptr_t)ring + head,
+           "LWPINS with the ring read-only: one SIGSEGV, at the record's "
+           "slot (%d, at 0x%" PRIxPTR ", slot 0x%" PRIxPTR ")", nsegv,
+           segv_addr, (uintptr_t)ring + head);
+    printf("expect: lwp_fault cpu 0 0x%" PRIxPTR " len %u write 1\n",
+           segv_addr, LT_REC);
+    report(ring[head + LWP_REC_EVENT_ID] == LWP_EVENT_ID_INS &&
+           rd32(ring + head, LWP_REC_DATA1) == 0x5678,
+           "LWPINS, restarted, stores its record in that slot (EventId %u)",
+           ring[head + LWP_REC_EVENT_ID]);
+    /*
+     * Each signal delivered while LWP was on saved its state in the frame
+     * and sigreturn restored it (the kernel's signal ABI, docs/linux.md)
+     */
+    printf("expect-count: lwp_xsave 0x%" PRIxPTR " %d\n", (uintptr_t)cb,
+           nsig + nsegv);
+    printf("expect-count: lwp_xrstor 0x%" PRIxPTR " %d\n", (uintptr_t)cb,
+           nsig + nsegv);
+
+    /* LLWPCB 0 disables LWP */
+    __llwpcb(NULL);
+    printf("expect: lwp_llwpcb_disable cpu 0\n");
+    report(__slwpcb() == NULL, "SLWPCB after LLWPCB 0 returns 0");
+    return report_summary("lwp-trace");
+}

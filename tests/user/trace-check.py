@@ -1,0 +1,93 @@
+#!/usr/bin/env python3
+"""trace-check: the target/i386/tcg trace events of LWP, against what the
+guest program lwp-trace saw.
+
+Usage: trace-check.py QEMU_X86_64 CPU LWP_TRACE
+
+Runs LWP_TRACE under QEMU_X86_64 -cpu CPU -d trace:lwp_* and checks:
+  - the lwp_llwpcb, lwp_threshold, lwp_flush, lwp_fault and
+    lwp_llwpcb_disable lines of the log are exactly the program's
+    "expect: " lines, in order (each built from the program's own view of
+    its LWPCB, ring and signals);
+  - each "expect-count: EVENT LWPCB N" line: N lines of EVENT name that
+    LWPCB (lwp_xsave and lwp_xrstor: one per signal delivered while LWP
+    was on, and one per sigreturn).
+Prints PASS:/FAIL: lines, the program's own among them, and a summary.
+
+SPDX-License-Identifier: GPL-2.0-or-later
+"""
+
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+ORDERED = ("lwp_llwpcb", "lwp_threshold", "lwp_flush", "lwp_fault",
+           "lwp_llwpcb_disable")
+
+
+def main():
+    qemu, cpu, prog = sys.argv[1:4]
+    passed = failed = 0
+
+    def report(ok, msg):
+        nonlocal passed, failed
+        print(("PASS: " if ok else "FAIL: ") + msg)
+        if ok:
+            passed += 1
+        else:
+            failed += 1
+
+    with tempfile.TemporaryDirectory() as tmp:
+        log = os.path.join(tmp, "trace.log")
+        run = subprocess.run([qemu, "-cpu", cpu, "-d", "trace:lwp_*", "-D",
+                              log, prog], capture_output=True, text=True,
+                             check=False)
+        out = run.stdout.splitlines()
+        try:
+            with open(log, encoding="ascii") as f:
+                events = [l.rstrip("\n") for l in f]
+        except OSError:
+            events = []
+
+    for line in out:
+        if line.startswith(("PASS:", "FAIL:", "SKIP:")):
+            print(line)
+    report(run.returncode == 0,
+           f"lwp-trace exits 0 (status {run.returncode})")
+    if any(l.startswith("SKIP:") for l in out):
+        print(f"trace-check: {passed} passed, {failed} failed")
+        return 1 if failed else 0
+
+    expect = [l[len("expect: "):] for l in out if l.startswith("expect: ")]
+    got = [e for e in events if e.split(" ", 1)[0] in ORDERED]
+    report(len(expect) > 100, f"lwp-trace printed its expected events "
+           f"({len(expect)})")
+    same = got == expect
+    detail = ""
+    if not same:
+        for i, (g, e) in enumerate(zip(got + [""] * len(expect),
+                                       expect + [""] * len(got))):
+            if g != e:
+                detail = f"; first difference at {i}: got '{g}', " \
+                         f"expected '{e}'"
+                break
+    report(same, f"the log's {', '.join(ORDERED)} lines are the {len(expect)}"
+           f" the program expects, in its order (got {len(got)}){detail}")
+
+    for line in out:
+        m = re.fullmatch(r"expect-count: (\S+) (0x[0-9a-f]+) (\d+)", line)
+        if not m:
+            continue
+        name, cb, n = m.group(1), m.group(2), int(m.group(3))
+        count = sum(1 for e in events
+                    if re.match(rf"{name} cpu \d+ LWPCB {cb} ", e))
+        report(count == n, f"{n} {name} lines with LWPCB {cb} (got {count})")
+
+    print(f"trace-check: {passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
