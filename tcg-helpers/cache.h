@@ -104,13 +104,13 @@ class ListLevel : public LevelShape
 };
 
 // L2 and L3: one set-associative cache level with true LRU per set
-// ("Levels").  Each set is an array of `ways` ways, in no order.  A way holds a line
-// as its tag, the line number without the set index bits, in three parts
-// (see "Cost" in docs/cache-model.md): its low 31 bits in tags_
-// (kEmptyTag for an unused way), the rest in hi_, which is read only
-// while some line of the level has a nonzero rest (wide_; user
-// addresses never do), and the time the way was last used:
-// a stamp from a counter that every use advances, 0 for an unused way.
+// ("Levels").  Each set is an array of `ways` ways, in no order.  A way
+// holds a line as its tag, the line number without the set index bits,
+// in three parts (see "Cost" in docs/cache-model.md): its low 31 bits in
+// tags_ (kEmptyTag for an unused way), the rest in hi_, which is read
+// only while some line of the level has a nonzero rest (wide_; user
+// addresses never do), and the time the way was last used: a stamp from
+// a counter that every use advances, 0 for an unused way.
 // The set's list of docs/cache-model.md, most recently used first, is its
 // lines by decreasing stamp, so a hit only writes a stamp, and a fill
 // replaces the way with the smallest (an unused one, else the least
@@ -132,13 +132,6 @@ class CacheLevel : public LevelShape
     // the caller knows it, for a compare unrolled at compile time
     template <uint32_t stride = 0>
     [[gnu::always_inline]] inline bool lookup(uint64_t addr);
-    // Brings the set of @addr into the host's caches
-    void prefetch(uint64_t addr) const
-    {
-        uint64_t base = set_base(addr >> line_shift_);
-        __builtin_prefetch(tags_ + base);
-        __builtin_prefetch(stamps_ + base, 1);
-    }
     // Inserts the line holding @addr, absent, as the most recently used,
     // evicting the least recently used when the set is full
     void fill(uint64_t addr);
