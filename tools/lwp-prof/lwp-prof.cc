@@ -22,6 +22,7 @@
 #include <set>
 #include <string>
 #include <unordered_map>
+#include <tuple>
 #include <vector>
 
 #include <cpuid.h>
@@ -1511,20 +1512,23 @@ int cmd_report(int argc, char **argv)
                    100.0 * double(nmis) / double(nprv));
         }
         printf("\n");
-        std::vector<std::pair<uint64_t, const Br *>> bv;
+        // equal counts in the order of the printed locations, which do
+        // not depend on where the loader put each module
+        std::vector<std::tuple<uint64_t, std::string, const Br *>> bv;
         for (const auto &b : brs) {
-            bv.emplace_back(b.first, &b.second);
+            bv.emplace_back(b.first, location(sym.lookup(b.first), b.first),
+                            &b.second);
         }
         std::sort(bv.begin(), bv.end(), [](const auto &a, const auto &b) {
-            return a.second->n != b.second->n ? a.second->n > b.second->n
-                                              : a.first < b.first;
+            const Br *x = std::get<2>(a), *y = std::get<2>(b);
+            return x->n != y->n ? x->n > y->n : std::get<1>(a) < std::get<1>(b);
         });
         printf("  %8s %7s %7s  %-44s %s\n", "samples", "share", "taken",
                "branch", "most frequent target");
         for (size_t i = 0; i < bv.size() && i < nbranches; i++) {
-            const Br &b = *bv[i].second;
-            const SymInfo &si = sym.lookup(bv[i].first);
-            std::string where = location(si, bv[i].first);
+            const Br &b = *std::get<2>(bv[i]);
+            const SymInfo &si = sym.lookup(std::get<0>(bv[i]));
+            std::string where = std::get<1>(bv[i]);
             std::string src = src_of(si);
             if (!src.empty()) {
                 where += " (" + src + ")";
@@ -1558,10 +1562,14 @@ int cmd_report(int argc, char **argv)
         printf("%" PRIu64 " samples at %zu instructions\n", ndm, dm.size());
         std::vector<std::pair<uint64_t, std::pair<uint64_t, uint64_t>>> dv(
             dm.begin(), dm.end());
-        std::sort(dv.begin(), dv.end(), [](const auto &a, const auto &b) {
-            return a.second.first != b.second.first
-                       ? a.second.first > b.second.first
-                       : a.first < b.first;
+        // equal counts in the order of their printed locations
+        std::stable_sort(dv.begin(), dv.end(), [&](const auto &a,
+                                                   const auto &b) {
+            if (a.second.first != b.second.first) {
+                return a.second.first > b.second.first;
+            }
+            return location(sym.lookup(a.first), a.first) <
+                   location(sym.lookup(b.first), b.first);
         });
         printf("  %8s %7s %12s  %s\n", "samples", "share", "avg latency",
                "load");
