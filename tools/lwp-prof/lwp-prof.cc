@@ -1563,14 +1563,14 @@ int cmd_report(int argc, char **argv)
         std::vector<std::pair<uint64_t, std::pair<uint64_t, uint64_t>>> dv(
             dm.begin(), dm.end());
         // equal counts in the order of their printed locations
-        std::stable_sort(dv.begin(), dv.end(), [&](const auto &a,
-                                                   const auto &b) {
-            if (a.second.first != b.second.first) {
-                return a.second.first > b.second.first;
-            }
-            return location(sym.lookup(a.first), a.first) <
-                   location(sym.lookup(b.first), b.first);
-        });
+        std::stable_sort(dv.begin(), dv.end(),
+                         [&](const auto &a, const auto &b) {
+                             if (a.second.first != b.second.first) {
+                                 return a.second.first > b.second.first;
+                             }
+                             return location(sym.lookup(a.first), a.first) <
+                                    location(sym.lookup(b.first), b.first);
+                         });
         printf("  %8s %7s %12s  %s\n", "samples", "share", "avg latency",
                "load");
         for (size_t i = 0; i < dv.size() && i < 10; i++) {
