@@ -332,18 +332,6 @@ static int fl_one(void (*run)(struct fl_args *), const struct fl_entry *t,
     return ok;
 }
 
-/* CPUID 8000_001C ECX: LwpIpFiltering and the other capabilities */
-static uint32_t lwp_cpuid_ecx(void)
-{
-    uint32_t a, b, c, d;
-
-    __cpuid(LWP_CPUID_LEAF, a, b, c, d);
-    (void)a;
-    (void)b;
-    (void)d;
-    return c;
-}
-
 static int xsaveopt_supported(void)
 {
     uint32_t a, b, c, d;

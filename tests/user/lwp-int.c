@@ -124,19 +124,15 @@ int main(void)
     struct sigaction sa = { .sa_sigaction = on_sigio,
                             .sa_flags = SA_SIGINFO };
     uint32_t recs;
-    uint32_t cpuid_ecx, a, b, d;
+    uint32_t cpuid_ecx = lwp_cpuid_ecx();
     sigset_t io, old;
     int blocked;
 
-    __cpuid(LWP_CPUID_LEAF, a, b, cpuid_ecx, d);
     if ((avail & need) != need || !(cpuid_ecx & LWP_CAP_IP_FILTERING)) {
         report_skip("this CPU has no IRE or no IP filtering (EAX 0x%x, "
                     "ECX 0x%x)", avail, cpuid_ecx);
         return report_summary("lwp-int");
     }
-    (void)a;
-    (void)b;
-    (void)d;
     cb = page_alloc(4096);
     ring = page_alloc(RING_SIZE);
     sigaction(SIGIO, &sa, NULL);

@@ -117,8 +117,8 @@ static uint32_t lwp_available(void)
     return a;
 }
 
-/* CPUID 8000_001C ECX LwpIpFiltering (spec 3.3) */
-static int lwp_ip_filtering(void)
+/* CPUID 8000_001C ECX: LwpIpFiltering and the other capabilities */
+static uint32_t lwp_cpuid_ecx(void)
 {
     uint32_t a, b, c, d;
 
@@ -126,7 +126,7 @@ static int lwp_ip_filtering(void)
     (void)a;
     (void)b;
     (void)d;
-    return !!(c & LWP_CAP_IP_FILTERING);
+    return c;
 }
 
 /* ---- guarded execution ---------------------------------------------------- */

@@ -20,6 +20,8 @@
 
 #include <inttypes.h>
 
+#include "lwp-trace.h"
+
 /*
  * trace_loop(trips): four instructions a trip; the IP filter keeps the
  * records to them (the SIGIO handler runs with LWP disabled, choice 43)
@@ -33,15 +35,13 @@ asm(".text\n"
     "    dec %rcx\n"
     "trace_l3: jnz trace_l0\n"
     "    ret\n");
-void trace_loop(uint64_t trips);
-extern char trace_l0[], trace_l3[];
 
 #define RING_SIZE (64 * LT_REC)
 #define THRESHOLD (8 * LT_REC)
 #define MAX_SIGS 256
 
 static uint8_t *cb, *ring;
-static volatile int nsig;
+static volatile int nsig;   /* written by the SIGIO handler */
 static uint32_t sig_head[MAX_SIGS], sig_tail[MAX_SIGS];
 static uint32_t tail;
 
@@ -85,7 +85,8 @@ int main(void)
     void *cur;
     int i;
 
-    if ((lwp_available() & need) != need || !lwp_ip_filtering()) {
+    if ((lwp_available() & need) != need ||
+        !(lwp_cpuid_ecx() & LWP_CAP_IP_FILTERING)) {
         report_skip("this CPU has no IRE, INT or IP filtering");
         return report_summary("lwp-trace");
     }
