@@ -8,9 +8,45 @@ QBUILD=$BUILD/qemu
 # Downloaded tarballs survive `rm -rf build` and fresh clones
 CACHE=${QEMU_LWP_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/qemu-lwp}
 JOBS=${JOBS:-2}
-# The overlay: the project's new files, linked into the tree at these paths
+# The overlay: the series' new files that the project keeps too (prepare.sh)
 OVERLAY_DIRS=(target hw include tcg-helpers tests/qtest)
 QEMU_TARGETS=x86_64-softmmu,x86_64-linux-user
+
+# The overlay files, relative to $TOP
+overlay_files() {
+    (cd "$TOP" && for d in "${OVERLAY_DIRS[@]}"; do
+        if [ -d "$d" ]; then find "$d" -type f ! -name '*.orig' ! -name '*.rej'; fi
+    done | LC_ALL=C sort)
+}
+
+# The files under the overlay directories that patches/ adds, sorted
+series_new_files() {
+    local d
+    cat "$TOP"/patches/*.patch 2>/dev/null |
+        awk '/^--- \/dev\/null/ { getline; sub(/^\+\+\+ b\//, ""); print }' |
+        while read -r f; do
+            for d in "${OVERLAY_DIRS[@]}"; do
+                case "$f" in "$d"/*) echo "$f" ;; esac
+            done
+        done | LC_ALL=C sort -u
+}
+
+# Check that the tree $1, the series applied, holds the overlay files as
+# they are in the repository, and that the series adds no others there
+check_overlay() { # TREE
+    local f bad=0
+    while read -r f; do
+        if [ ! -e "$1/$f" ]; then
+            log "$f: in the repository, not added by the series"; bad=1
+        elif ! cmp -s "$TOP/$f" "$1/$f"; then
+            log "$f: differs from the version the series ends with"; bad=1
+        fi
+    done < <(overlay_files)
+    while read -r f; do
+        [ -e "$TOP/$f" ] || { log "$f: added by the series, missing here"; bad=1; }
+    done < <(series_new_files)
+    return $bad
+}
 
 log() { printf '[qemu-lwp] %s\n' "$*" >&2; }
 die() { printf '[qemu-lwp] error: %s\n' "$*" >&2; exit 1; }

@@ -1,18 +1,21 @@
 #!/usr/bin/env bash
-# Developer workflow for the edits to upstream files (patches/):
+# Developer workflow for the series (patches/):
 #
 #   scripts/devel-tree.sh init     turn build/qemu-src into a git repository:
 #                                  one "upstream" commit of the tarball, then
 #                                  one commit per patch (git am), in place, so
 #                                  the build stays incremental
 #   (edit, build with scripts/build.sh, commit with git -C build/qemu-src;
-#    git commit --amend / rebase -i to change an existing patch)
+#    git commit --fixup / rebase -i --autosquash to change an existing patch)
 #   scripts/devel-tree.sh export   regenerate patches/ with git format-patch
 #   scripts/devel-tree.sh finish   export, then drop the git repository so
 #                                  scripts/prepare.sh manages the tree again
 #
-# Nobody edits .patch files by hand. The overlay symlinks (the project's own
-# files) are ignored by this repository; they are never part of a patch.
+# Nobody edits .patch files by hand.  The series adds the project's new
+# files; the overlay files (the repository's copies, which the project's
+# own builds use) are edited in the repository: prepare.sh (so build.sh)
+# copies an edited one into the tree, where it is committed to the patch
+# that introduced it.  export checks that the series ends with them.
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
 
@@ -20,7 +23,8 @@ cmd=${1:-}
 case "$cmd" in
 init)
     if [ -d "$SRC/.git" ]; then die "$SRC is already a git repository"; fi
-    "$TOP/scripts/prepare.sh"
+    # The series as it is; overlay files edited since come in below
+    QEMU_LWP_OVERLAY_CHECK=warn "$TOP/scripts/prepare.sh"
     tarball=$(qemu_tarball)
     tmp=$(mktemp -d)
     trap 'rm -rf "$tmp"' EXIT
@@ -30,8 +34,7 @@ init)
     git config user.name "${GIT_AUTHOR_NAME:-$(git -C "$TOP" config user.name || echo qemu-lwp)}"
     git config user.email "${GIT_AUTHOR_EMAIL:-$(git -C "$TOP" config user.email || echo qemu-lwp@localhost)}"
     git config core.autocrlf false
-    # The overlay (symlinks into the project) and local stamps are not upstream
-    # The overlay is excluded (scripts/prepare.sh keeps .git/info/exclude)
+    # Local stamps are not upstream
     echo '/.qemu-lwp-*' >"$GIT_DIR/info/exclude"
     git add -A -f .
     git commit -q -m "upstream: $(basename "$tarball")"
@@ -45,27 +48,31 @@ init)
     unset GIT_DIR GIT_WORK_TREE
     git -C "$SRC" config --unset core.worktree || true
     git -C "$SRC" reset -q
-    touch "$SRC/.qemu-lwp-devel"
-    "$TOP/scripts/prepare.sh"
     dirty=$(git -C "$SRC" status --porcelain | head -n 5)
     [ -z "$dirty" ] || { echo "$dirty"; die "tree differs from the series"; }
+    touch "$SRC/.qemu-lwp-devel"
+    "$TOP/scripts/prepare.sh"
     log "$SRC is a git repository: $(git -C "$SRC" rev-list --count upstream..HEAD) patches on 'upstream'"
     ;;
 export | finish)
     [ -d "$SRC/.git" ] || die "$SRC is not a development tree (run: $0 init)"
     [ -z "$(git -C "$SRC" status --porcelain --untracked-files=no)" ] ||
         die "uncommitted changes in $SRC: commit them first"
+    if [ -d "$SRC/.git/rebase-merge" ] || [ -d "$SRC/.git/rebase-apply" ]; then
+        die "a rebase is in progress in $SRC"
+    fi
     rm -f "$TOP"/patches/*.patch
-    git -C "$SRC" format-patch -q --zero-commit --no-signature --no-stat \
+    git -C "$SRC" format-patch -q --zero-commit --no-signature \
         -o "$TOP/patches" upstream..HEAD
     log "exported $(ls "$TOP"/patches/*.patch 2>/dev/null | wc -l) patches to patches/"
+    check_overlay "$SRC" || die "commit the overlay files to the series (or copy them back)"
     if [ "$cmd" = finish ]; then
         rm -rf "$SRC/.git" "$SRC/.qemu-lwp-devel"
         "$TOP/scripts/prepare.sh"
     fi
     ;;
 *)
-    sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'
     exit 2
     ;;
 esac

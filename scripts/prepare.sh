@@ -1,49 +1,46 @@
 #!/usr/bin/env bash
 # Prepare the patched QEMU tree in build/qemu-src: unpack the cached Debian
-# orig tarball, apply patches/*.patch in order, and link the project's new
-# files (target/ hw/ include/ tcg-helpers/ tests/qtest/) into it.
+# orig tarball and apply patches/*.patch, the series, in order.  The series
+# adds the new files too; those under the overlay directories (target/ hw/
+# include/ tcg-helpers/ tests/qtest/) are also kept in this repository, where
+# the project's own builds use them, and must be the files the series ends
+# with: the script fails when one differs.
 #
-# Incremental: the tree is rebuilt only when the tarball, a patch or the
-# overlay file list changed, and then synchronised file by file (rsync -c)
-# so that unchanged files keep their timestamps and ninja rebuilds little.
-# A tree turned into a git repository by scripts/devel-tree.sh is left alone.
+# Incremental: the tree is rebuilt only when the tarball, a patch or an
+# overlay file changed, and then synchronised file by file (rsync -c) so
+# that unchanged files keep their timestamps and ninja rebuilds little.
+# A tree turned into a git repository by scripts/devel-tree.sh is the
+# developer's: this script only copies into it the overlay files edited in
+# the repository since (see docs/developing.md).
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
 
 tarball=$(qemu_tarball)
-overlay_files() {
-    (cd "$TOP" && for d in "${OVERLAY_DIRS[@]}"; do
-        if [ -d "$d" ]; then find "$d" -type f ! -name '*.orig' ! -name '*.rej'; fi
-    done | LC_ALL=C sort)
-}
-stamp=$( { basename "$tarball"; cat "$TOP"/patches/*.patch 2>/dev/null;
-           overlay_files; } | sha256sum | cut -d' ' -f1)
-
-# Link the overlay files into tree $1 (new files only; never over upstream)
-link_overlay() {
-    overlay_files | while read -r f; do
-        if [ -e "$1/$f" ] && [ ! -L "$1/$f" ]; then
-            die "overlay file $f would replace an upstream file: use a patch"
-        fi
-        mkdir -p "$1/$(dirname "$f")"
-        ln -sfn "$TOP/$f" "$1/$f"
-    done
-}
 
 if [ -d "$SRC/.git" ] && [ -f "$SRC/.qemu-lwp-devel" ]; then
-    # A development tree: its files are the developer's; only keep the
-    # overlay links current (drop dangling ones, add new ones).
-    find "$SRC" -path "$SRC/.git" -prune -o -type l -lname "$TOP/*" ! -exec test -e {} \; -print0 |
-        xargs -0r rm -f
-    link_overlay "$SRC"
-    { echo '/.qemu-lwp-*'; overlay_files | sed 's|^|/|'; } >"$SRC/.git/info/exclude"
-    git -C "$SRC" ls-files --others --exclude-standard -z | grep -qz . && {
-        git -C "$SRC" status --short | head -n 10
-        log "warning: untracked files in the development tree (new overlay files"
-        log "belong in the project, new upstream files in a patch)"
-    }
+    # Not while a rebase rewrites earlier steps of the series
+    if [ -d "$SRC/.git/rebase-merge" ] || [ -d "$SRC/.git/rebase-apply" ]; then
+        exit 0
+    fi
+    overlay_files | while read -r f; do
+        if cmp -s "$TOP/$f" "$SRC/$f"; then continue; fi
+        if [ -e "$SRC/$f" ] && ! git -C "$SRC" diff --quiet HEAD -- "$f" 2>/dev/null; then
+            die "$f is edited both here and in $SRC: keep one (the project's is copied)"
+        fi
+        mkdir -p "$SRC/$(dirname "$f")"
+        cp "$TOP/$f" "$SRC/$f"
+        log "copied $f into the development tree"
+    done
+    new=$(git -C "$SRC" diff --name-only --diff-filter=A upstream HEAD -- "${OVERLAY_DIRS[@]}")
+    for f in $new; do
+        [ -e "$TOP/$f" ] || log "warning: the series adds $f, which the project lacks"
+    done
     exit 0
 fi
+
+stamp=$( { basename "$tarball"; cat "$TOP"/patches/*.patch 2>/dev/null;
+           overlay_files | (cd "$TOP" && xargs -r sha256sum); } |
+         sha256sum | cut -d' ' -f1)
 if [ -f "$SRC/.qemu-lwp-stamp" ] && [ "$(cat "$SRC/.qemu-lwp-stamp")" = "$stamp" ]; then
     exit 0
 fi
@@ -57,7 +54,10 @@ for p in "$TOP"/patches/*.patch; do
     [ -e "$p" ] || continue
     patch -s -p1 -d "$stage" -N -r - <"$p" || die "patch $(basename "$p") failed"
 done
-link_overlay "$stage"
+if ! check_overlay "$stage"; then
+    msg="the series and the repository's files differ (docs/developing.md)"
+    if [ "${QEMU_LWP_OVERLAY_CHECK:-}" = warn ]; then log "warning: $msg"; else die "$msg"; fi
+fi
 echo "$stamp" >"$stage/.qemu-lwp-stamp"
 mkdir -p "$SRC"
 rsync -rlpc --delete "$stage/" "$SRC/"

@@ -3,7 +3,7 @@
 //
 // SPDX-License-Identifier: GPL-2.0-or-later
 
-#include "cache.h"
+#include "cache.hh"
 
 #include <algorithm>
 #include <cstdlib>

@@ -2,7 +2,7 @@
 //
 // SPDX-License-Identifier: GPL-2.0-or-later
 
-#include "lwp-engine.h"
+#include "lwp-engine.hh"
 
 namespace lwp
 {

@@ -11,7 +11,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "lwp-engine.h"
+#include "lwp-engine.hh"
 
 namespace lwp
 {

@@ -19,9 +19,7 @@
 
 #include "lwp/lwp-arch.h"
 
-#ifdef __cplusplus
-extern "C" {
-#endif
+/* C++ includes lwp-engine.hh, which declares all this extern "C" */
 
 typedef enum LwpStatus {
     LWP_OK = 0,
@@ -373,9 +371,5 @@ typedef struct LwpDisasInsn {
 
 int lwp_disas(const uint8_t *code, size_t size, unsigned mode_bits,
               LwpDisasInsn *insn);
-
-#ifdef __cplusplus
-}
-#endif
 
 #endif /* LWP_ENGINE_H */

@@ -2,7 +2,7 @@
 //
 // SPDX-License-Identifier: GPL-2.0-or-later
 
-#include "engine-internal.h"
+#include "engine-internal.hh"
 
 namespace lwp
 {

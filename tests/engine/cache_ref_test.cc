@@ -14,8 +14,8 @@
 #include <string>
 #include <unistd.h>
 
-#include "cache.h"
-#include "lwp-engine.h"
+#include "cache.hh"
+#include "lwp-engine.hh"
 #include "naive_model.h"
 
 namespace

@@ -8,7 +8,7 @@
 
 #include <initializer_list>
 
-#include "lwp-engine.h"
+#include "lwp-engine.hh"
 
 namespace
 {

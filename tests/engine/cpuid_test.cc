@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-#include "lwp-engine.h"
+#include "lwp-engine.hh"
 
 namespace
 {

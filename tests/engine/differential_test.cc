@@ -41,7 +41,7 @@
 #include <string>
 #include <vector>
 
-#include "lwp-engine.h"
+#include "lwp-engine.hh"
 #include "naive_model.h"
 
 namespace

@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "lwp-engine.h"
+#include "lwp-engine.hh"
 
 namespace lwptest
 {

@@ -25,7 +25,7 @@
 #include <memory>
 #include <vector>
 
-#include "lwp-engine.h"
+#include "lwp-engine.hh"
 
 namespace
 {

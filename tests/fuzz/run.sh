@@ -40,7 +40,7 @@ build() {
         objs+=("$obj")
         # Rebuild when the source, a header or the flags are newer
         if [ -f "$obj" ] && [ "$obj" -nt "$src" ] && [ "$obj" -nt "$0" ] &&
-           [ -z "$(find "$TOP/tcg-helpers" "$TOP/include" -name '*.h' -newer "$obj")" ]; then
+           [ -z "$(find "$TOP/tcg-helpers" "$TOP/include" \( -name '*.h' -o -name '*.hh' \) -newer "$obj")" ]; then
             continue
         fi
         "$CXX" "${CXXFLAGS[@]}" -c "$src" -o "$obj" || rc=1

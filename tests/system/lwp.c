@@ -81,6 +81,19 @@ static void user_ud2(void *arg)
     asm volatile("ud2");
 }
 
+/* INVD and WBINVD are privileged (APM vol. 3): #GP(0) at CPL 3 */
+static void user_invd(void *arg)
+{
+    (void)arg;
+    asm volatile("invd");
+}
+
+static void user_wbinvd(void *arg)
+{
+    (void)arg;
+    asm volatile("wbinvd");
+}
+
 static void test_harness(void)
 {
     struct user_probe probe = { 0, 0, -1 };
@@ -105,6 +118,12 @@ static void test_harness(void)
     report(ret == (USER_EXCEPTION | UD_VECTOR),
            "unguarded UD2 at CPL3 - expect run_in_user() to return "
            "USER_EXCEPTION | 6");
+    ret = run_in_user(user_invd, NULL);
+    report(ret == (USER_EXCEPTION | GP_VECTOR),
+           "INVD at CPL3 - expect #GP, vector 13");
+    ret = run_in_user(user_wbinvd, NULL);
+    report(ret == (USER_EXCEPTION | GP_VECTOR),
+           "WBINVD at CPL3 - expect #GP, vector 13");
 
     enable_apic();
     handle_irq(SELF_IPI_VECTOR, self_ipi_handler);

@@ -38,7 +38,7 @@
 #include <elfutils/libdwfl.h>
 #include <gelf.h>
 
-#include "lwp-engine.h"
+#include "lwp-engine.hh"
 #include "lwp/lwp-arch.h"
 #include "lwp-prof-format.h"
 

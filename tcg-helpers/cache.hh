@@ -6,8 +6,8 @@
 //
 // SPDX-License-Identifier: GPL-2.0-or-later
 
-#ifndef LWP_CACHE_H
-#define LWP_CACHE_H
+#ifndef LWP_CACHE_HH
+#define LWP_CACHE_HH
 
 #include <cstdint>
 
@@ -15,7 +15,7 @@
 #include <emmintrin.h>
 #endif
 
-#include "lwp-engine.h"
+#include "lwp-engine.hh"
 
 namespace lwp
 {
@@ -354,4 +354,4 @@ bool cache_config_valid(const LwpCacheConfig &cfg);
 
 } // namespace lwp
 
-#endif // LWP_CACHE_H
+#endif // LWP_CACHE_HH

@@ -2,14 +2,14 @@
 //
 // SPDX-License-Identifier: GPL-2.0-or-later
 
-#ifndef LWP_ENGINE_INTERNAL_H
-#define LWP_ENGINE_INTERNAL_H
+#ifndef LWP_ENGINE_INTERNAL_HH
+#define LWP_ENGINE_INTERNAL_HH
 
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 
-#include "lwp-engine.h"
+#include "lwp-engine.hh"
 
 namespace lwp
 {
@@ -172,4 +172,4 @@ int32_t min_interval(unsigned event);
 
 } // namespace lwp
 
-#endif // LWP_ENGINE_INTERNAL_H
+#endif // LWP_ENGINE_INTERNAL_HH
