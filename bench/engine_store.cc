@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "lwp-engine.hh"
+#include "lwp-engine-test.hh"
 
 namespace
 {

@@ -9,6 +9,10 @@
 #                                      build each step (incremental, ccache)
 #                                      in build/series/build, then run its
 #                                      quick tests
+#   scripts/series.sh nolwp            build the final tree (build/qemu-src)
+#                                      with --disable-lwp in
+#                                      build/series/nolwp: no C++ engine, and
+#                                      +lwp is refused as unsupported
 #
 # Both append to build/series/report.txt, one line per patch; the last
 # line of the output is "N steps: N built, N failed".  build takes about
@@ -38,6 +42,19 @@ pristine() { # the pristine tree in $S, as a git repository
     git -C "$S" config user.email qemu-lwp@localhost
     git -C "$S" add -A -f .
     git -C "$S" commit -q -m "upstream: $(basename "$tarball")"
+}
+
+# configure_qemu SRC BUILD LOG [ARGS...]: a fresh build directory
+configure_qemu() {
+    local src=$1 b=$2 log=$3
+    shift 3
+    rm -rf "$b"
+    mkdir -p "$b"
+    (cd "$b" && "$src/configure" --python=/usr/bin/python3 \
+        --target-list="$QEMU_TARGETS" --enable-capstone --enable-plugins \
+        --disable-docs --disable-install-blobs \
+        --cc="ccache gcc" --cxx="ccache g++" --host-cc=gcc "$@") >"$log" 2>&1 ||
+        die "configure failed (see $log)"
 }
 
 # The tests a step can run quickly: what every step must keep working, and
@@ -79,15 +96,7 @@ build)
         p=${PATCHES[$((i - 1))]}
         git -C "$S" am -q --keep-cr "$p" || die "git am $(basename "$p") failed"
         [ "$i" -ge "$first" ] || continue
-        if [ ! -f "$B/build.ninja" ]; then
-            rm -rf "$B"
-            mkdir -p "$B"
-            (cd "$B" && "$S/configure" --python=/usr/bin/python3 \
-                --target-list="$QEMU_TARGETS" --enable-capstone --enable-plugins \
-                --disable-docs --disable-install-blobs \
-                --cc="ccache gcc" --cxx="ccache g++" --host-cc=gcc) >"$OUT/configure.log" 2>&1 ||
-                die "configure failed (see $OUT/configure.log)"
-        fi
+        [ -f "$B/build.ninja" ] || configure_qemu "$S" "$B" "$OUT/configure.log"
         t0=$(date +%s)
         if ninja -C "$B" -j"$JOBS" qemu-x86_64 qemu-system-x86_64 >"$OUT/step.log" 2>&1; then
             if why=$(quick_tests 2>&1); then res="built, tests pass"; else res="built, test FAIL: $why"; fi
@@ -101,8 +110,28 @@ build)
     done
     echo "$((built + failed)) steps: $built built, $failed failed"
     ;;
+nolwp)
+    "$TOP/scripts/prepare.sh"
+    NB=$OUT/nolwp
+    export CCACHE_DIR=${CCACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/ccache}
+    export CCACHE_BASEDIR=$BUILD
+    [ -f "$NB/build.ninja" ] ||
+        configure_qemu "$SRC" "$NB" "$OUT/nolwp-configure.log" --disable-lwp
+    grep -q "x86 LWP *: NO" "$OUT/nolwp-configure.log" || die "configure did not disable LWP"
+    ninja -C "$NB" -j"$JOBS" qemu-x86_64 qemu-system-x86_64 >"$OUT/nolwp.log" 2>&1 ||
+        die "build failed (see $OUT/nolwp.log)"
+    ! grep -q 'tcg-helpers/[a-z]*\.cc' "$NB/build.ninja" || die "the engine is in the build"
+    # TCG reports the feature as unsupported and runs without it
+    w=$("$NB/qemu-x86_64" -cpu max,+lwp /bin/true 2>&1) || die "qemu-x86_64 failed: $w"
+    case "$w" in *"CPUID.80000001H:ECX.lwp [bit 15]"*) ;; *) die "no warning for +lwp: '$w'" ;; esac
+    w=$(echo quit | "$NB/qemu-system-x86_64" -L /usr/share/seabios -L /usr/share/qemu \
+        -M pc -S -nodefaults -display none -cpu max,+lwp -monitor stdio 2>&1) ||
+        die "qemu-system-x86_64 failed: $w"
+    case "$w" in *"CPUID.80000001H:ECX.lwp [bit 15]"*) ;; *) die "no warning for +lwp: '$w'" ;; esac
+    echo "nolwp: built without the engine; +lwp is refused as unsupported" | tee -a "$REPORT"
+    ;;
 *)
-    sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'
     exit 2
     ;;
 esac

@@ -4,6 +4,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 
 #include "cache.hh"
+#include "lwp-engine-test.hh"
 
 #include <algorithm>
 #include <cstdlib>

@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "lwp-engine.hh"
+#include "lwp-engine-test.hh"
 
 namespace lwp
 {

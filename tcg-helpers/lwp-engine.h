@@ -223,16 +223,6 @@ bool lwp_branch_eligible(const LwpState *s, const LwpContext *ctx,
                          unsigned kind, bool predicted, bool predicted_ok);
 bool lwp_dme_eligible(const LwpState *s, const LwpContext *ctx,
                       uint32_t latency, unsigned source);
-/* The events @info counts after the enable bits and filters: a mask */
-uint32_t lwp_counted_events(const LwpState *s, const LwpContext *ctx,
-                            const LwpEventInfo *info);
-
-/*
- * An instruction retired (spec 1.1): decrement the counters of the events
- * it is counted for and store a record for each that went negative.
- */
-LwpStatus lwp_retire(LwpState *s, const LwpContext *ctx, const LwpMem *mem,
-                     const LwpEventInfo *info, LwpResult *res);
 
 /*
  * The counters of @events were already decremented (by generated code) for
@@ -260,9 +250,6 @@ LwpStatus lwp_sync(LwpState *s, const LwpContext *ctx, const LwpMem *mem,
  */
 bool lwp_store_deferrable(const LwpState *s, const LwpContext *ctx,
                           unsigned event, uint32_t overrun);
-
-/* The reset value of @event's counter, randomised (spec 1.1 step 5) */
-int32_t lwp_next_interval(LwpState *s, unsigned event);
 
 /*
  * XSAVE of component 62 (spec 7.2, 7.3): fills @area (LWP_XSAVE_SIZE
@@ -321,11 +308,6 @@ bool lwp_cache_config_valid(const LwpCacheConfig *cfg);
 /* An empty model; NULL when @cfg is not valid or memory runs out */
 LwpCache *lwp_cache_new(const LwpCacheConfig *cfg);
 void lwp_cache_free(LwpCache *c);
-/*
- * A new geometry, empty.  False (and the model unchanged) when @cfg is
- * not valid or memory runs out.
- */
-bool lwp_cache_configure(LwpCache *c, const LwpCacheConfig *cfg);
 /*
  * A load of @size bytes (0 counts as 1) at @addr, linear or physical as
  * the glue chooses: its result, whose misses is not 0 when it missed L1,

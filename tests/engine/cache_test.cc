@@ -8,7 +8,7 @@
 
 #include <initializer_list>
 
-#include "lwp-engine.hh"
+#include "lwp-engine-test.hh"
 
 namespace
 {

@@ -41,7 +41,7 @@
 #include <string>
 #include <vector>
 
-#include "lwp-engine.hh"
+#include "lwp-engine-test.hh"
 #include "naive_model.h"
 
 namespace

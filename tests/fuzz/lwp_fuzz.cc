@@ -25,7 +25,7 @@
 #include <memory>
 #include <vector>
 
-#include "lwp-engine.hh"
+#include "lwp-engine-test.hh"
 
 namespace
 {

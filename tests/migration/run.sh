@@ -27,6 +27,10 @@
 #   e. system_reset in the middle of the run: the guest boots again with
 #      LWP_CFG and LWP_CBADDR 0 (spec 4.2, 4.3; choice 5), and its new run
 #      gives the reference digest
+#   f. HMP "info lwp" (config=monitor, lwp-monitor.c): the guest saves its
+#      LWP state with XSAVE, prints it and halts with LWP enabled; each
+#      field "info lwp" shows must be what XSAVE stored, and MissedEvents
+#      what the LWPCB holds
 #
 # The kernels are built in build/tests-system/ (or $TESTS_SYSTEM_BUILD).
 # QEMU_DATADIR, when set, is passed as -L.  MIGRATION_SEED picks the
@@ -99,7 +103,8 @@ fi
 reboot=(-no-reboot)
 
 # start NAME CPU [QEMU ARGS...]: QEMU in the background, serial output in
-# $work/NAME.log, QMP on $work/NAME.qmp; its pid in $qpid
+# $work/NAME.log, QMP on $work/NAME.qmp; its pid in $qpid.  The kernel's
+# command line is $append, by default the migrate workload's.
 start() {
     local name=$1 cpu=$2
     shift 2
@@ -110,7 +115,7 @@ start() {
         -device isa-debug-exit,iobase=0xf4,iosize=0x4 \
         -accel tcg "${reboot[@]}" -cpu "$cpu" \
         -kernel "$build/tests.elf" \
-        -append "config=migrate iters=$iters spin=$spin" \
+        -append "${append:-config=migrate iters=$iters spin=$spin}" \
         "$@" </dev/null >"$work/$name.out" 2>&1 &
     qpid=$!
     pids+=("$qpid")
@@ -570,6 +575,44 @@ if wait_for "$name" '^LWPMIGRATE: progress 2/' &&
     fi
 else
     fail "system_reset: the guest never reached progress 2"
+    show "$name"
+fi
+
+# f. HMP "info lwp"
+echo "=== f. info lwp"
+name=monitor
+append=config=monitor start "$name" max,+lwp
+if wait_for "$name" '^LWPMONITOR '; then
+    line=$(tr -d '\r' <"$work/$name.log" | grep -a '^LWPMONITOR ' | head -n 1)
+    for kv in ${line#LWPMONITOR }; do
+        declare "mon_${kv%%=*}=${kv#*=}"
+    done
+    python3 "$here/qmp.py" "$work/$name.qmp" hmp 'info lwp' >"$work/$name.info" 2>&1
+    # each line "info lwp" must show, from what the guest printed
+    want=(
+        "LWP_CBADDR $mon_cbaddr: LWP enabled"
+        "Flags $mon_flags, "
+        " head $mon_head, "
+        "EventId 2 (Instructions Retired): interval 10, counter $mon_ire"
+        "EventId 3 (Branches Retired): interval 7, counter $mon_bre"
+        "MissedEvents $mon_missed (from the LWPCB)"
+    )
+    if [ "$mon_saved" = 0 ]; then
+        want+=("pending record: none")
+    else
+        want+=("pending record: EventId $mon_saved,")
+    fi
+    for w in "${want[@]}"; do
+        if grep -qF -- "$w" "$work/$name.info"; then
+            pass "info lwp after XSAVE ($line) - expect \"$w\""
+        else
+            fail "info lwp after XSAVE ($line) - expect \"$w\""
+            cat "$work/$name.info"
+        fi
+    done
+    quit "$name" "$qpid"
+else
+    fail "info lwp: the guest never printed LWPMONITOR"
     show "$name"
 fi
 

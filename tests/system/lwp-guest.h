@@ -88,7 +88,20 @@ struct lwp_record {
     u64 reserved;
 };
 
+/* The LWP component of the standard-format XSAVE area (Figure 7-1) */
+struct xs_lwp {
+    u64 cb_addr;
+    u32 flags;
+    u32 head;
+    u64 buffer_base;
+    u32 buffer_size;                    /* bits 31:28 reserved */
+    u32 filters;
+    u8 saved[32];                       /* SavedEventRecord */
+    u32 counter[16];                    /* EventCounter1-6, 7-16 reserved */
+};
+
 _Static_assert(sizeof(struct lwp_record) == RECORD_SIZE, "record size");
+_Static_assert(sizeof(struct xs_lwp) == 128, "LWP area");
 _Static_assert(__builtin_offsetof(struct lwpcb, tail) == 64, "LWPCB");
 _Static_assert(__builtin_offsetof(struct lwpcb, event) == EVENT_OFFSET,
                "LWPCB");

@@ -42,18 +42,6 @@
 /* LWPCB.Filters NCB (Table 6-2): the sequences have no conditional branch */
 #define FILTER_NCB          BIT(28)
 
-/* The LWP component of the standard-format XSAVE area (Figure 7-1) */
-struct xs_lwp {
-    u64 cb_addr;
-    u32 flags;
-    u32 head;
-    u64 buffer_base;
-    u32 buffer_size;                    /* bits 31:28 reserved */
-    u32 filters;
-    u8 saved[32];                       /* SavedEventRecord */
-    u32 counter[16];                    /* EventCounter1-6, 7-16 reserved */
-};
-
 struct xs_area {
     u8 legacy[512];
     u64 xstate_bv;
@@ -64,7 +52,6 @@ struct xs_area {
     u8 rest[4096 - 0x3c0];
 };
 
-_Static_assert(sizeof(struct xs_lwp) == 128, "LWP area");
 _Static_assert(__builtin_offsetof(struct xs_area, lwp) == 0x340, "LWP area");
 
 static struct xs_area area[3] __attribute__((aligned(64)));

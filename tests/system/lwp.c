@@ -20,6 +20,7 @@
 #include "lwp-guest.h"
 #include "lwp-events.h"
 #include "lwp-migrate.h"
+#include "lwp-monitor.h"
 #include "lwp-tasks.h"
 #include "lwp-xsave.h"
 #include "lwp-smp.h"
@@ -35,10 +36,10 @@
 #define FAM15H_LWP_EDX      0x8000000f
 
 enum config { CONFIG_NOLWP, CONFIG_G4, CONFIG_G5, CONFIG_MAX, CONFIG_MIGRATE,
-             CONFIG_SMP };
+             CONFIG_SMP, CONFIG_MONITOR };
 
 static const char *const config_names[] = {
-    "nolwp", "g4", "g5", "max", "migrate", "smp",
+    "nolwp", "g4", "g5", "max", "migrate", "smp", "monitor",
 };
 static enum config config;
 
@@ -526,6 +527,10 @@ int main(u32 magic, u32 mbi)
     if (config == CONFIG_MIGRATE) {
         /* -cpu max,+lwp: tests/migration/run.sh (lwp-migrate.c) */
         return lwp_migrate_main();
+    }
+    if (config == CONFIG_MONITOR) {
+        /* -cpu max,+lwp: HMP "info lwp" in tests/migration/run.sh */
+        return lwp_monitor_main();
     }
     if (config == CONFIG_SMP) {
         /* -cpu max,+lwp -smp 4, MTTCG: tests/system/lwp-smp.c */

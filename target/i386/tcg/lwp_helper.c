@@ -762,17 +762,8 @@ static void lwp_commit_deferred(CPUX86State *env)
  */
 void lwp_x86_commit_slow(CPUX86State *env)
 {
-    LwpState *s = &env->lwp;
-    CPUState *cs = env_cpu(env);
-    uint32_t a = env->lwp_win_armed, w = cs->neg.tb_win;
-
-    if (env->lwp_win_ire) {
-        s->counter[LWP_EVENT_ID_IRE] -= extract32(a, 0, LWP_WIN_BRE_SHIFT) -
-                                        extract32(w, 0, LWP_WIN_BRE_SHIFT);
-    }
-    s->counter[LWP_EVENT_ID_BRE] -= (a >> LWP_WIN_BRE_SHIFT) -
-                                    (w >> LWP_WIN_BRE_SHIFT);
-    cs->neg.tb_win = env->lwp_win_armed = 0;
+    lwp_win_used(env, env->lwp.counter);
+    env_cpu(env)->neg.tb_win = env->lwp_win_armed = 0;
     if (env->lwp_defer) {
         lwp_commit_deferred(env);
     }

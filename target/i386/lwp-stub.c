@@ -1,0 +1,178 @@
+/*
+ * AMD Lightweight Profiling without its engine (-Dlwp=disabled, or no C++
+ * compiler): the x86 targets build, and LWP cannot be enabled, so only the
+ * calls made whatever the CPU's features are reachable here.
+ *
+ * Copyright (c) 2026 qemu-lwp contributors
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#include "qemu/osdep.h"
+#include "lwp-engine.h"
+
+/* Reachable: CPUID 8000_001C, when the xlevel reaches it */
+uint32_t lwp_cpuid_eax(uint64_t xcr0, uint64_t lwp_cfg, uint32_t edx)
+{
+    return 0;
+}
+
+/* Reachable: a new linux-user thread starts with LWP disabled */
+void lwp_state_init(LwpState *s)
+{
+    memset(s, 0, sizeof(*s));
+}
+
+/* Reachable: CPU unrealize, with no model */
+void lwp_cache_free(LwpCache *c)
+{
+    assert(!c);
+}
+
+uint32_t lwp_cpuid_ebx(uint32_t edx)
+{
+    g_assert_not_reached();
+}
+
+uint32_t lwp_cpuid_ecx(uint32_t ecx_caps, uint32_t edx)
+{
+    g_assert_not_reached();
+}
+
+LwpStatus lwp_cfg_write(uint64_t value, uint32_t edx, uint64_t *cfg)
+{
+    g_assert_not_reached();
+}
+
+LwpStatus lwp_cbaddr_write(uint64_t value)
+{
+    g_assert_not_reached();
+}
+
+bool lwp_needs_sync(const LwpState *s)
+{
+    g_assert_not_reached();
+}
+
+LwpStatus lwp_llwpcb(LwpState *s, const LwpContext *ctx, const LwpMem *mem,
+                     uint64_t ea, LwpResult *res)
+{
+    g_assert_not_reached();
+}
+
+LwpStatus lwp_slwpcb(LwpState *s, const LwpContext *ctx, const LwpMem *mem,
+                     uint64_t *ea, LwpResult *res)
+{
+    g_assert_not_reached();
+}
+
+LwpStatus lwp_lwpins(LwpState *s, const LwpContext *ctx, const LwpMem *mem,
+                     uint64_t ip, uint32_t data1, uint64_t data2,
+                     uint32_t flags, LwpResult *res)
+{
+    g_assert_not_reached();
+}
+
+bool lwp_lwpval_fires(const LwpState *s, const LwpContext *ctx, uint64_t ip)
+{
+    g_assert_not_reached();
+}
+
+LwpStatus lwp_lwpval(LwpState *s, const LwpContext *ctx, const LwpMem *mem,
+                     uint64_t ip, uint32_t data1, uint64_t data2,
+                     uint32_t flags, LwpResult *res)
+{
+    g_assert_not_reached();
+}
+
+bool lwp_ip_eligible(const LwpState *s, const LwpContext *ctx, uint64_t ip)
+{
+    g_assert_not_reached();
+}
+
+bool lwp_branch_eligible(const LwpState *s, const LwpContext *ctx,
+                         unsigned kind, bool predicted, bool predicted_ok)
+{
+    g_assert_not_reached();
+}
+
+bool lwp_dme_eligible(const LwpState *s, const LwpContext *ctx,
+                      uint32_t latency, unsigned source)
+{
+    g_assert_not_reached();
+}
+
+LwpStatus lwp_store_events(LwpState *s, const LwpContext *ctx,
+                           const LwpMem *mem, const LwpEventInfo *info,
+                           uint32_t events, LwpResult *res)
+{
+    g_assert_not_reached();
+}
+
+LwpStatus lwp_sync(LwpState *s, const LwpContext *ctx, const LwpMem *mem,
+                   LwpResult *res)
+{
+    g_assert_not_reached();
+}
+
+bool lwp_store_deferrable(const LwpState *s, const LwpContext *ctx,
+                          unsigned event, uint32_t overrun)
+{
+    g_assert_not_reached();
+}
+
+bool lwp_xsave(const LwpState *s, uint8_t *area)
+{
+    g_assert_not_reached();
+}
+
+bool lwp_xrstor(LwpState *s, const LwpContext *ctx, const uint8_t *area)
+{
+    g_assert_not_reached();
+}
+
+void lwp_cache_default_config(LwpCacheConfig *cfg)
+{
+    g_assert_not_reached();
+}
+
+bool lwp_cache_config_valid(const LwpCacheConfig *cfg)
+{
+    g_assert_not_reached();
+}
+
+LwpCache *lwp_cache_new(const LwpCacheConfig *cfg)
+{
+    g_assert_not_reached();
+}
+
+LwpCacheResult lwp_cache_load(LwpCache *c, uint64_t addr, uint32_t size)
+{
+    g_assert_not_reached();
+}
+
+void lwp_cache_flush(LwpCache *c)
+{
+    g_assert_not_reached();
+}
+
+void lwp_cache_flush_line(LwpCache *c, uint64_t addr)
+{
+    g_assert_not_reached();
+}
+
+uint64_t *lwp_cache_l1_lines(LwpCache *c)
+{
+    g_assert_not_reached();
+}
+
+unsigned lwp_cache_dme_source(unsigned level)
+{
+    g_assert_not_reached();
+}
+
+int lwp_disas(const uint8_t *code, size_t size, unsigned mode_bits,
+              LwpDisasInsn *insn)
+{
+    g_assert_not_reached();
+}

@@ -1,0 +1,98 @@
+/*
+ * The guest of the HMP "info lwp" check in tests/migration/run.sh
+ * (config=monitor of the 64-bit kernel, -cpu max,+lwp).
+ *
+ * At CPL3 it enables LWP with Instructions Retired (interval 10) and
+ * Branches Retired (interval 7) on a ring of 96 records, the minimum of
+ * max (spec 3.3), inserts an LWPINS record, runs a loop of MON_ITERS
+ * iterations that fills the ring, so that MissedEvents counts (spec 8.3),
+ * inserts another, flushes with SLWPCB (spec 5.2: the LWPCB then holds
+ * BufferHeadOffset, MissedEvents and each EventCounter) and ends with
+ * UD2, which raises #UD and so does not retire.  The kernel saves the
+ * LWP state with XSAVE (spec 7.2, 7.3; XSAVE leaves LWP as it is) and
+ * prints it with MissedEvents from the LWPCB,
+ *
+ *   LWPMONITOR cbaddr=0x... flags=0x... head=N ire=N bre=N saved=N missed=N
+ *
+ * (saved: the EventId of the SavedEventRecord, 0 for none), then halts
+ * with interrupts off and LWP still enabled: HMP "info lwp" must show the
+ * same state.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#include "libcflat.h"
+#include "desc.h"
+#include "processor.h"
+#include "lwp-guest.h"
+#include "lwp-monitor.h"
+
+#define XSTATE_FP_SSE_AVX   0x7ul
+#define RING_RECORDS        96
+#define MON_ITERS           1000
+
+/* The standard-format XSAVE area up to the LWP component (choice 9) */
+struct mon_area {
+    u8 legacy[512];
+    u64 xstate_bv;
+    u64 xcomp_bv;
+    u8 header_rsvd[48];
+    u8 avx[256];
+    struct xs_lwp lwp;
+};
+
+_Static_assert(__builtin_offsetof(struct mon_area, lwp) == 0x340, "LWP area");
+
+static struct mon_area area __attribute__((aligned(64)));
+static struct lwpcb cb __attribute__((aligned(64)));
+static struct lwp_record ring[RING_RECORDS] __attribute__((aligned(32)));
+
+static void monitor_user(void *arg)
+{
+    u64 n = MON_ITERS;
+
+    (void)arg;
+    asm volatile("llwpcb %[cb]\n"
+                 "lwpins $1, %%ecx, %%edx\n"
+                 "1: dec %[n]\n"
+                 "jnz 1b\n"
+                 "lwpins $2, %%ecx, %%edx\n"
+                 "slwpcb %%rax\n"
+                 "ud2"
+                 : [n] "+r"(n) : [cb] "r"(&cb)
+                 : "rax", "rcx", "rdx", "memory", "cc");
+}
+
+int lwp_monitor_main(void)
+{
+    int ret;
+
+    write_cr4(read_cr4() | X86_CR4_OSXSAVE);
+    xsetbv_safe(0, XSTATE_FP_SSE_AVX | XSTATE_LWP);
+    wrmsr_safe(MSR_LWP_CFG, LWP_IRE | LWP_BRE);
+    cb.flags = LWP_IRE | LWP_BRE;
+    cb.buffer_size = sizeof(ring);
+    cb.buffer_base = (u64)ring;
+    cb.threshold = sizeof(ring);
+    cb.event[EVENT_IRE - 1].interval = 10;
+    cb.event[EVENT_BRE - 1].interval = 7;
+    ret = run_in_user(monitor_user, NULL);
+    if (ret != (USER_EXCEPTION | UD_VECTOR)) {
+        printf("FAIL: the CPL3 code ended with %x, not #UD\n", ret);
+        return 1;
+    }
+    asm volatile("xsave %0" : "+m"(area) : "a"(0), "d"(XSTATE_LWP >> 32)
+                 : "memory");
+    if (!(area.xstate_bv & XSTATE_LWP)) {
+        printf("FAIL: XSAVE says the LWP component is not in use\n");
+        return 1;
+    }
+    printf("LWPMONITOR cbaddr=0x%lx flags=0x%x head=%u ire=%u bre=%u "
+           "saved=%u missed=%lu\n", area.lwp.cb_addr, area.lwp.flags,
+           area.lwp.head, area.lwp.counter[EVENT_IRE - 1],
+           area.lwp.counter[EVENT_BRE - 1], area.lwp.saved[0],
+           cb.missed_events);
+    asm volatile("cli");
+    for (;;) {
+        asm volatile("hlt");
+    }
+}
