@@ -519,7 +519,7 @@ if [ -f "$work/hop1.mig" ]; then
         fail "subsections: LWP enabled mid-run - expect \"cpu/lwp\" and" \
              "\"cpu/lwp/state\" (missing)"
     fi
-    # LWP state cannot be loaded into a CPU without LWP (patch 0021)
+    # LWP state cannot be loaded into a CPU without LWP (lwp_post_load)
     name=hop1-nolwp
     if migrate_in "$name" max "$work/hop1.mig"; then
         fail "subsections: the mid-run stream into -cpu max without lwp" \

@@ -4,8 +4,8 @@
  * While LWP counts Instructions Retired or Branches Retired, every
  * normal block of qemu-x86_64 loads the 64-bit word that holds LWP's
  * window and icount_decr, subtracts its counts and stores the word back
- * (patch 0025, docs/benchmarks.md).  A host signal that lands between
- * the load and the store has its cpu_exit() undone, and the window's
+ * (translator_set_tb_win, docs/benchmarks.md).  A host signal that lands
+ * between the load and the store has its cpu_exit() undone, and the window's
  * re-arm requests the exit again (cpu_tb_win_rearm).  Were an exit lost
  * for good, the guest signal would wait for the thread's next syscall,
  * and a thread that spins until its handler runs would spin forever.
@@ -21,7 +21,7 @@
  *
  * This is a liveness test of signals under counting, not a test of the
  * re-arm alone: with cpu_tb_win_rearm's request removed it still passes
- * (docs/benchmarks.md says what that experiment showed).
+ * (docs/benchmarks-history.md says what that experiment showed).
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */

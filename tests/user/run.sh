@@ -217,7 +217,7 @@ fi
 has lwp-trace && run_prog trace-check "trace-check max,+lwp" \
     python3 "$here/trace-check.py" "$qemu" max,+lwp "$out/lwp-trace"
 
-# a signal reaches a thread spinning in counted code (patch 0025's
+# a signal reaches a thread spinning in counted code (cpu_tb_win_rearm's
 # exit-request restore); a lost exit shows as late signals
 has lwp-exits && run_prog lwp-exits "lwp-exits max,+lwp" \
     "$qemu" -cpu max,+lwp "$out/lwp-exits"
