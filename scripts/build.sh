@@ -15,13 +15,7 @@ export CCACHE_BASEDIR=$BUILD
 if [ ! -f "$QBUILD/build.ninja" ]; then
     log "configuring QEMU in $QBUILD"
     mkdir -p "$QBUILD"
-    (cd "$QBUILD" && "$SRC/configure" \
-        --python=/usr/bin/python3 \
-        --target-list="$QEMU_TARGETS" \
-        --enable-capstone --enable-plugins --enable-slirp \
-        --disable-docs --disable-install-blobs --disable-werror \
-        --enable-debug-info \
-        --cc="ccache gcc" --cxx="ccache g++" --host-cc=gcc) >"$BUILD/configure.log" 2>&1 ||
+    (cd "$QBUILD" && "$SRC/configure" "${QEMU_CONFIGURE_ARGS[@]}") >"$BUILD/configure.log" 2>&1 ||
         { tail -n 30 "$BUILD/configure.log"; die "configure failed (see $BUILD/configure.log)"; }
 fi
 log "building QEMU (ninja -j$JOBS)"
@@ -34,12 +28,5 @@ ninja -C "$QBUILD" -j"$JOBS" qemu-x86_64 qemu-system-x86_64 \
 ln -sfn qemu/qemu-x86_64 "$BUILD/qemu-x86_64"
 ln -sfn qemu/qemu-system-x86_64 "$BUILD/qemu-system-x86_64"
 
-# Firmware: the +ds tarball ships none (integration map, section 13).
-fw=$QBUILD/qemu-bundle/usr/local/share/qemu
-mkdir -p "$fw"
-for f in /usr/share/seabios/*.bin /usr/lib/ipxe/qemu/*.rom \
-         /usr/share/qemu/*.bin /usr/share/qemu/*.rom; do
-    [ -e "$f" ] || continue
-    [ -e "$fw/$(basename "$f")" ] || ln -sfn "$f" "$fw/$(basename "$f")"
-done
+link_firmware "$QBUILD"
 log "built $BUILD/qemu-x86_64 and $BUILD/qemu-system-x86_64"

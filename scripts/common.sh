@@ -11,6 +11,12 @@ JOBS=${JOBS:-2}
 # The overlay: the series' new files that the project keeps too (prepare.sh)
 OVERLAY_DIRS=(target hw include tcg-helpers tests/qtest)
 QEMU_TARGETS=x86_64-softmmu,x86_64-linux-user
+# configure's arguments for every build of the patched tree (build.sh,
+# series.sh): the same, so that ccache serves one from the other
+QEMU_CONFIGURE_ARGS=(--python=/usr/bin/python3 --target-list="$QEMU_TARGETS"
+    --enable-capstone --enable-plugins --enable-slirp
+    --disable-docs --disable-install-blobs --disable-werror --enable-debug-info
+    --cc="ccache gcc" --cxx="ccache g++" --host-cc=gcc)
 
 # The overlay files, relative to $TOP
 overlay_files() {
@@ -46,6 +52,19 @@ check_overlay() { # TREE
         [ -e "$TOP/$f" ] || { log "$f: added by the series, missing here"; bad=1; }
     done < <(series_new_files)
     return $bad
+}
+
+# Firmware for the build directory $1: the +ds tarball ships none
+# (integration map, section 13), so Debian's is linked into its
+# qemu-bundle, where QEMU looks relative to its binary
+link_firmware() { # BUILD_DIR
+    local fw=$1/qemu-bundle/usr/local/share/qemu f
+    mkdir -p "$fw"
+    for f in /usr/share/seabios/*.bin /usr/lib/ipxe/qemu/*.rom \
+             /usr/share/qemu/*.bin /usr/share/qemu/*.rom; do
+        [ -e "$f" ] || continue
+        [ -e "$fw/$(basename "$f")" ] || ln -sfn "$f" "$fw/$(basename "$f")"
+    done
 }
 
 log() { printf '[qemu-lwp] %s\n' "$*" >&2; }

@@ -5,10 +5,11 @@
 #   scripts/series.sh check            checkpatch.pl on every patch
 #   scripts/series.sh build [FIRST [LAST]]
 #                                      apply the patches one by one to the
-#                                      pristine tree in build/series/src and
-#                                      build each step (incremental, ccache)
-#                                      in build/series/build, then run its
-#                                      quick tests
+#                                      pristine tree in build/series/qemu-src
+#                                      and build each step (incremental,
+#                                      ccache) in build/series/qemu, then run
+#                                      its quick tests; compiler warnings
+#                                      of the step are reported
 #   scripts/series.sh nolwp            build the final tree (build/qemu-src)
 #                                      with --disable-lwp in
 #                                      build/series/nolwp: no C++ engine, and
@@ -22,8 +23,10 @@ set -euo pipefail
 . "$(dirname "$0")/common.sh"
 
 OUT=$BUILD/series
-S=$OUT/src
-B=$OUT/build
+# The same relative layout as build/qemu-src and build/qemu, so that
+# ccache (base directory build/series) serves what those built
+S=$OUT/qemu-src
+B=$OUT/qemu
 REPORT=$OUT/report.txt
 mkdir -p "$OUT"
 # A copy, so that the run is of one version of the series
@@ -36,7 +39,8 @@ pristine() { # the pristine tree in $S, as a git repository
     tarball=$(qemu_tarball)
     rm -rf "$S"
     mkdir -p "$S"
-    tar -xJf "$tarball" -C "$S" --strip-components=1
+    # --touch: newer than what an earlier run built from another step
+    tar -xJf "$tarball" -C "$S" --strip-components=1 --touch
     git -C "$S" init -q
     git -C "$S" config user.name qemu-lwp
     git -C "$S" config user.email qemu-lwp@localhost
@@ -50,10 +54,7 @@ configure_qemu() {
     shift 3
     rm -rf "$b"
     mkdir -p "$b"
-    (cd "$b" && "$src/configure" --python=/usr/bin/python3 \
-        --target-list="$QEMU_TARGETS" --enable-capstone --enable-plugins \
-        --disable-docs --disable-install-blobs \
-        --cc="ccache gcc" --cxx="ccache g++" --host-cc=gcc "$@") >"$log" 2>&1 ||
+    (cd "$b" && "$src/configure" "${QEMU_CONFIGURE_ARGS[@]}" "$@") >"$log" 2>&1 ||
         die "configure failed (see $log)"
 }
 
@@ -96,13 +97,18 @@ build)
         p=${PATCHES[$((i - 1))]}
         git -C "$S" am -q --keep-cr "$p" || die "git am $(basename "$p") failed"
         [ "$i" -ge "$first" ] || continue
-        [ -f "$B/build.ninja" ] || configure_qemu "$S" "$B" "$OUT/configure.log"
+        if [ ! -f "$B/build.ninja" ]; then
+            configure_qemu "$S" "$B" "$OUT/configure.log"
+            link_firmware "$B"
+        fi
         t0=$(date +%s)
         if ninja -C "$B" -j"$JOBS" qemu-x86_64 qemu-system-x86_64 >"$OUT/step.log" 2>&1; then
+            w=$(grep -c 'warning:' "$OUT/step.log" || true)
             if why=$(quick_tests 2>&1); then res="built, tests pass"; else res="built, test FAIL: $why"; fi
+            [ "$w" -eq 0 ] || res="$res, $w compiler warnings"
             built=$((built + 1))
         else
-            res="build FAIL: $(grep -m1 -E 'error' "$OUT/step.log" | cut -c1-160)"
+            res="build FAIL: $(grep -m1 -E 'error:|ERROR:' "$OUT/step.log" | cut -c1-160)"
             cp "$OUT/step.log" "$OUT/step-$(printf %04d "$i").log"
             failed=$((failed + 1))
         fi
