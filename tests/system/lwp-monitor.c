@@ -3,14 +3,14 @@
  * (config=monitor of the 64-bit kernel, -cpu max,+lwp).
  *
  * At CPL3 it enables LWP with Instructions Retired (interval 10) and
- * Branches Retired (interval 7) on a ring of 96 records, the minimum of
- * max (spec 3.3), inserts an LWPINS record, runs a loop of MON_ITERS
- * iterations that fills the ring, so that MissedEvents counts (spec 8.3),
- * inserts another, flushes with SLWPCB (spec 5.2: the LWPCB then holds
- * BufferHeadOffset, MissedEvents and each EventCounter) and ends with
- * UD2, which raises #UD and so does not retire.  The kernel saves the
- * LWP state with XSAVE (spec 7.2, 7.3; XSAVE leaves LWP as it is) and
- * prints it with MissedEvents from the LWPCB,
+ * Branches Retired (interval 7) on a ring of 96 records (max's minimum is
+ * 32, CPUID 8000_001C ECX, spec 3.3), inserts an LWPINS record, runs a
+ * loop of MON_ITERS iterations that fills the ring, so that MissedEvents
+ * counts (spec 8.3), inserts another, flushes with SLWPCB (spec 5.2: the
+ * LWPCB then holds BufferHeadOffset, MissedEvents and each EventCounter)
+ * and ends with UD2, which raises #UD and so does not retire.  The kernel
+ * saves the LWP state with XSAVE (spec 7.2, 7.3; XSAVE leaves LWP as it
+ * is) and prints it with MissedEvents from the LWPCB,
  *
  *   LWPMONITOR cbaddr=0x... flags=0x... head=N ire=N bre=N saved=N missed=N
  *
