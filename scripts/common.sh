@@ -54,6 +54,11 @@ check_overlay() { # TREE
     return $bad
 }
 
+# Whether a rebase is rewriting the development tree's series
+rebase_in_progress() {
+    [ -d "$SRC/.git/rebase-merge" ] || [ -d "$SRC/.git/rebase-apply" ]
+}
+
 # Firmware for the build directory $1: the +ds tarball ships none
 # (integration map, section 13), so Debian's is linked into its
 # qemu-bundle, where QEMU looks relative to its binary

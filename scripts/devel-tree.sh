@@ -58,7 +58,7 @@ export | finish)
     [ -d "$SRC/.git" ] || die "$SRC is not a development tree (run: $0 init)"
     [ -z "$(git -C "$SRC" status --porcelain --untracked-files=no)" ] ||
         die "uncommitted changes in $SRC: commit them first"
-    if [ -d "$SRC/.git/rebase-merge" ] || [ -d "$SRC/.git/rebase-apply" ]; then
+    if rebase_in_progress; then
         die "a rebase is in progress in $SRC"
     fi
     rm -f "$TOP"/patches/*.patch

@@ -19,7 +19,7 @@ tarball=$(qemu_tarball)
 
 if [ -d "$SRC/.git" ] && [ -f "$SRC/.qemu-lwp-devel" ]; then
     # Not while a rebase rewrites earlier steps of the series
-    if [ -d "$SRC/.git/rebase-merge" ] || [ -d "$SRC/.git/rebase-apply" ]; then
+    if rebase_in_progress; then
         exit 0
     fi
     overlay_files | while read -r f; do

@@ -33,23 +33,15 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "engine"))
 import cache_model_ref as ref  # noqa: E402
+from tally import Tally  # noqa: E402
 
 SRC = {ref.L2: 0, ref.L3: 1, ref.DRAM: 3}
 CLF, NBC, RDC, RAM, OTH = 1 << 8, 1 << 9, 1 << 10, 1 << 11, 1 << 12
 CLF_BIT = {0: None, 1: NBC, 2: RDC, 3: RAM, 7: OTH}
 IRE, DME = 2, 4
 
-passed = failed = 0
-
-
-def report(ok, msg):
-    global passed, failed
-    print(("PASS: " if ok else "FAIL: ") + msg)
-    if ok:
-        passed += 1
-    else:
-        failed += 1
-    return ok
+tally = Tally("dme")
+report = tally.report
 
 
 def symbols(prog):
@@ -195,5 +187,4 @@ def main():
 
 
 main()
-print("dme: %d passed, %d failed" % (passed, failed))
-sys.exit(1 if failed else 0)
+sys.exit(tally.finish())

@@ -20,6 +20,8 @@ import subprocess
 import sys
 import tempfile
 
+from tally import Tally
+
 LWP = ("llwpcb", "slwpcb", "lwpins", "lwpval")
 
 
@@ -35,13 +37,8 @@ def normalise(ops):
 
 def main():
     qemu, cpu, prog = sys.argv[1:4]
-    fails = passes = 0
-
-    def report(ok, msg):
-        nonlocal fails, passes
-        print(("PASS: " if ok else "FAIL: ") + msg)
-        fails += not ok
-        passes += ok
+    tally = Tally("in-asm-check")
+    report = tally.report
 
     dump = subprocess.run(["objdump", "-d", "-w", "--no-show-raw-insn", prog],
                           capture_output=True, text=True, check=True).stdout
@@ -83,8 +80,7 @@ def main():
                "-d in_asm names %s as objdump does wherever it was "
                "translated (%d lines agree, %d differ)"
                % (mnem, matched[mnem], wrong[mnem]))
-    print("in-asm-check: %d passed, %d failed" % (passes, fails))
-    return 1 if fails else 0
+    return tally.finish()
 
 
 if __name__ == "__main__":

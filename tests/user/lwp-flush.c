@@ -29,6 +29,7 @@
  */
 
 #include "lwp-test.h"
+#include "lwp-flush.h"
 
 /* Table kinds: an instruction, a near branch, a flush into slot n */
 #define FL_INSN         0
@@ -38,11 +39,6 @@
 #define FL_XSAVE        0x200   /* | slot: the area is xs + slot * 4096 */
 #define FL_SLOTS        12
 #define FL_CB_COPY      48      /* EventInterval/Counter 1-6 of the LWPCB */
-
-struct fl_entry {
-    uint64_t ip;
-    uint64_t kind;
-};
 
 /*
  * The sequences.  rdi -> struct fl_args { cb, out, xs }.  EDX:EAX =
@@ -156,15 +152,6 @@ __asm__(
     ".endm\n"
     "    fl_seq xsave, 0\n"
     "    fl_seq opt, 1\n");
-
-struct fl_args {
-    void *cb, *out, *xs;
-};
-
-extern const struct fl_entry fl_tab_xsave[], fl_tab_xsave_end[];
-extern const struct fl_entry fl_tab_opt[], fl_tab_opt_end[];
-void fl_run_xsave(struct fl_args *a);
-void fl_run_opt(struct fl_args *a);
 
 #define RING_SIZE   (128 * LT_REC)
 #define MAX_RECS    128
@@ -322,8 +309,8 @@ static int fl_one(void (*run)(struct fl_args *), const struct fl_entry *t,
 
         if (r.event_id != m.rec[i].id || r.ip != m.rec[i].ip) {
             if (verbose) {
-                printf("    record %u: EventId %u IP %#lx, expected %u "
-                       "%#lx\n", i, r.event_id, (unsigned long)r.ip,
+                printf("    record %u: EventId %u IP 0x%lx, expected %u "
+                       "0x%lx\n", i, r.event_id, (unsigned long)r.ip,
                        m.rec[i].id, (unsigned long)m.rec[i].ip);
             }
             ok = 0;

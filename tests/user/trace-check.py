@@ -23,21 +23,16 @@ import subprocess
 import sys
 import tempfile
 
+from tally import Tally
+
 ORDERED = ("lwp_llwpcb", "lwp_threshold", "lwp_flush", "lwp_fault",
            "lwp_llwpcb_disable")
 
 
 def main():
     qemu, cpu, prog = sys.argv[1:4]
-    passed = failed = 0
-
-    def report(ok, msg):
-        nonlocal passed, failed
-        print(("PASS: " if ok else "FAIL: ") + msg)
-        if ok:
-            passed += 1
-        else:
-            failed += 1
+    tally = Tally("trace-check")
+    report = tally.report
 
     with tempfile.TemporaryDirectory() as tmp:
         log = os.path.join(tmp, "trace.log")
@@ -57,8 +52,7 @@ def main():
     report(run.returncode == 0,
            f"lwp-trace exits 0 (status {run.returncode})")
     if any(l.startswith("SKIP:") for l in out):
-        print(f"trace-check: {passed} passed, {failed} failed")
-        return 1 if failed else 0
+        return tally.finish()
 
     expect = [l[len("expect: "):] for l in out if l.startswith("expect: ")]
     got = [e for e in events if e.split(" ", 1)[0] in ORDERED]
@@ -85,8 +79,7 @@ def main():
                     if re.match(rf"{name} cpu \d+ LWPCB {cb} ", e))
         report(count == n, f"{n} {name} lines with LWPCB {cb} (got {count})")
 
-    print(f"trace-check: {passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return tally.finish()
 
 
 if __name__ == "__main__":
