@@ -383,8 +383,9 @@ void lwp_x86_flush_recount(CPUX86State *env, uintptr_t ra, int32_t sign)
         return;
     }
     eip = x86_unwind_eip(env, tb, data[0]);
-    index = extract64(data[2], 0, LWP_UNWIND_BRANCH_SHIFT);
-    kind = (int)(data[2] >> LWP_UNWIND_BRANCH_SHIFT) - 1;
+    index = extract64(data[1], LWP_UNWIND_INDEX_SHIFT,
+                      LWP_UNWIND_BRANCH_SHIFT - LWP_UNWIND_INDEX_SHIFT);
+    kind = (int)(data[1] >> LWP_UNWIND_BRANCH_SHIFT) - 1;
     lwp_recount_at(env, tb->flags, tb->cs_base >> LWP_TB_CS_SHIFT, eip,
                    tb->icount - index, kind, !(tb_cflags(tb) & CF_COUNT_MASK),
                    sign);
