@@ -217,7 +217,20 @@ LwpStatus lwp_lwpval(LwpState *s, const LwpContext *ctx, const LwpMem *mem,
  * Filters (spec 6, Table 6-2): whether an event is eligible to be counted.
  * lwp_ip_eligible applies to every event; the others add their event's
  * own conditions.  The glue may evaluate the static parts at translation.
+ *
+ * lwp_ip_range is the IP filter's one predicate: where the addresses
+ * @first..@last lie against [BaseIP, LimitIP] (Table 6-1: both bounds
+ * included), all inside, all outside, or on both sides (also when
+ * @first > @last).  lwp_ip_eligible is it for one address, with IPF, IPI
+ * and the LwpIpFiltering capability applied.
  */
+typedef enum LwpIpRange {
+    LWP_IP_RANGE_IN,
+    LWP_IP_RANGE_OUT,
+    LWP_IP_RANGE_BOTH,
+} LwpIpRange;
+
+LwpIpRange lwp_ip_range(const LwpState *s, uint64_t first, uint64_t last);
 bool lwp_ip_eligible(const LwpState *s, const LwpContext *ctx, uint64_t ip);
 bool lwp_branch_eligible(const LwpState *s, const LwpContext *ctx,
                          unsigned kind, bool predicted, bool predicted_ok);

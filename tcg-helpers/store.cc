@@ -334,6 +334,21 @@ int32_t lwp_next_interval(LwpState *s, unsigned event)
     return static_cast<int32_t>(iv);
 }
 
+// spec 6, Table 6-1: BaseIP and LimitIP are both in the range
+LwpIpRange lwp_ip_range(const LwpState *s, uint64_t first, uint64_t last)
+{
+    if (first > last) {
+        return LWP_IP_RANGE_BOTH;
+    }
+    if (s->base_ip <= first && last <= s->limit_ip) {
+        return LWP_IP_RANGE_IN;
+    }
+    if (last < s->base_ip || first > s->limit_ip) {
+        return LWP_IP_RANGE_OUT;
+    }
+    return LWP_IP_RANGE_BOTH;
+}
+
 // spec 6, Table 6-2 (IPF, IPI): "The range is inclusive if IPI is 0 and
 // exclusive if IPI is 1"; ignored without LwpIpFiltering.
 bool lwp_ip_eligible(const LwpState *s, const LwpContext *ctx, uint64_t ip)
@@ -341,7 +356,7 @@ bool lwp_ip_eligible(const LwpState *s, const LwpContext *ctx, uint64_t ip)
     if (!(ctx->ecx & LWP_CAP_IP_FILTERING) || !(s->filters & LWP_FILTER_IPF)) {
         return true;
     }
-    bool in = s->base_ip <= ip && ip <= s->limit_ip;
+    bool in = lwp_ip_range(s, ip, ip) == LWP_IP_RANGE_IN;
     return in != !!(s->filters & LWP_FILTER_IPI);
 }
 

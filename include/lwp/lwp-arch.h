@@ -3,15 +3,18 @@
  *
  * The one place where LWP's guest-visible numbers are written down, taken
  * from "Lightweight Profiling Specification", AMD publication 43724,
- * revision 3.08 (cited as "spec N.M").  Plain C with no dependencies, so
- * the C++ engine (tcg-helpers/), the QEMU glue and the guest test programs
- * all include the same definitions.
+ * revision 3.08 (cited as "spec N.M").  Plain C11, and C++, that needs
+ * only <assert.h> and <stdint.h>, so the C++ engine (tcg-helpers/), the
+ * QEMU glue and the guest test programs all include the same definitions.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 
 #ifndef LWP_ARCH_H
 #define LWP_ARCH_H
+
+#include <assert.h>
+#include <stdint.h>
 
 /* spec 3.1: CPUID Fn8000_0001_ECX[LWP] */
 #define LWP_CPUID_EXT3_BIT          15
@@ -152,5 +155,94 @@
 #define LWP_XS_FILTERS              28
 #define LWP_XS_SAVED_RECORD         32      /* 32 bytes */
 #define LWP_XS_COUNTER(n)           (64 + 4 * ((n) - 1))
+
+/*
+ * The same layouts as structures, for C and C++ code that maps them; the
+ * checks below hold them to the offsets above, which are the spec's.
+ * Little-endian, as the x86 that has LWP.
+ */
+struct lwp_cb {                         /* spec 6, Figure 6-1 */
+    uint32_t flags;
+    uint32_t buffer_size;               /* and Random, 31:28 */
+    uint64_t buffer_base;
+    uint32_t head;                      /* BufferHeadOffset */
+    uint32_t reserved_14;
+    uint64_t missed;                    /* MissedEvents */
+    uint32_t threshold;
+    uint32_t filters;
+    uint64_t base_ip;
+    uint64_t limit_ip;
+    uint64_t reserved_38;
+    uint32_t tail;                      /* BufferTailOffset */
+    uint32_t reserved_44;
+    uint64_t software[2];
+    uint8_t reserved_58[LWP_EVENT_OFFSET - LWPCB_SOFTWARE_END];
+    struct lwp_cb_event {               /* EventId n is event[n - 1] */
+        uint32_t interval;
+        uint32_t counter;
+    } event[LWP_NUM_EVENTS];
+};
+
+struct lwp_event_record {               /* spec 2, Figure 2-1 */
+    uint8_t event_id;
+    uint8_t core_id;
+    uint16_t flags;
+    uint32_t data1;
+    uint64_t ip;                        /* InstructionAddress */
+    uint64_t data2;
+    uint64_t reserved;
+};
+
+struct lwp_xsave_area {                 /* spec 7.2, Figure 7-1 */
+    uint64_t cb_addr;
+    uint32_t flags;
+    uint32_t head;
+    uint64_t buffer_base;
+    uint32_t buffer_size;
+    uint32_t filters;
+    uint8_t saved_record[LWP_EVENT_RECORD_SIZE];
+    uint32_t counter[LWP_NUM_EVENTS];   /* EventId n is counter[n - 1] */
+    uint8_t reserved[LWP_XSAVE_SIZE - LWP_XS_COUNTER(LWP_NUM_EVENTS + 1)];
+};
+
+#define LWP_ARCH_CHECK(cond) static_assert(cond, #cond)
+#define LWP_ARCH_OFFSET(type, field) __builtin_offsetof(struct type, field)
+
+LWP_ARCH_CHECK(LWP_ARCH_OFFSET(lwp_cb, flags) == LWPCB_FLAGS);
+LWP_ARCH_CHECK(LWP_ARCH_OFFSET(lwp_cb, buffer_size) == LWPCB_BUFFER_SIZE);
+LWP_ARCH_CHECK(LWP_ARCH_OFFSET(lwp_cb, buffer_base) == LWPCB_BUFFER_BASE);
+LWP_ARCH_CHECK(LWP_ARCH_OFFSET(lwp_cb, head) == LWPCB_HEAD);
+LWP_ARCH_CHECK(LWP_ARCH_OFFSET(lwp_cb, missed) == LWPCB_MISSED);
+LWP_ARCH_CHECK(LWP_ARCH_OFFSET(lwp_cb, threshold) == LWPCB_THRESHOLD);
+LWP_ARCH_CHECK(LWP_ARCH_OFFSET(lwp_cb, filters) == LWPCB_FILTERS);
+LWP_ARCH_CHECK(LWP_ARCH_OFFSET(lwp_cb, base_ip) == LWPCB_BASE_IP);
+LWP_ARCH_CHECK(LWP_ARCH_OFFSET(lwp_cb, limit_ip) == LWPCB_LIMIT_IP);
+LWP_ARCH_CHECK(LWP_ARCH_OFFSET(lwp_cb, tail) == LWPCB_TAIL);
+LWP_ARCH_CHECK(LWP_ARCH_OFFSET(lwp_cb, software) == LWPCB_SOFTWARE);
+LWP_ARCH_CHECK(LWP_ARCH_OFFSET(lwp_cb, event[1].interval) ==
+               LWPCB_INTERVAL(LWP_EVENT_OFFSET, 2));
+LWP_ARCH_CHECK(LWP_ARCH_OFFSET(lwp_cb, event[1].counter) ==
+               LWPCB_COUNTER(LWP_EVENT_OFFSET, 2));
+LWP_ARCH_CHECK(LWP_ARCH_OFFSET(lwp_event_record, event_id) ==
+               LWP_REC_EVENT_ID);
+LWP_ARCH_CHECK(LWP_ARCH_OFFSET(lwp_event_record, core_id) == LWP_REC_CORE_ID);
+LWP_ARCH_CHECK(LWP_ARCH_OFFSET(lwp_event_record, flags) == LWP_REC_FLAGS);
+LWP_ARCH_CHECK(LWP_ARCH_OFFSET(lwp_event_record, data1) == LWP_REC_DATA1);
+LWP_ARCH_CHECK(LWP_ARCH_OFFSET(lwp_event_record, ip) == LWP_REC_IP);
+LWP_ARCH_CHECK(LWP_ARCH_OFFSET(lwp_event_record, data2) == LWP_REC_DATA2);
+LWP_ARCH_CHECK(sizeof(struct lwp_event_record) == LWP_EVENT_RECORD_SIZE);
+LWP_ARCH_CHECK(LWP_ARCH_OFFSET(lwp_xsave_area, cb_addr) == LWP_XS_CBADDR);
+LWP_ARCH_CHECK(LWP_ARCH_OFFSET(lwp_xsave_area, flags) == LWP_XS_FLAGS);
+LWP_ARCH_CHECK(LWP_ARCH_OFFSET(lwp_xsave_area, head) == LWP_XS_HEAD);
+LWP_ARCH_CHECK(LWP_ARCH_OFFSET(lwp_xsave_area, buffer_base) ==
+               LWP_XS_BUFFER_BASE);
+LWP_ARCH_CHECK(LWP_ARCH_OFFSET(lwp_xsave_area, buffer_size) ==
+               LWP_XS_BUFFER_SIZE);
+LWP_ARCH_CHECK(LWP_ARCH_OFFSET(lwp_xsave_area, filters) == LWP_XS_FILTERS);
+LWP_ARCH_CHECK(LWP_ARCH_OFFSET(lwp_xsave_area, saved_record) ==
+               LWP_XS_SAVED_RECORD);
+LWP_ARCH_CHECK(LWP_ARCH_OFFSET(lwp_xsave_area, counter[1]) ==
+               LWP_XS_COUNTER(2));
+LWP_ARCH_CHECK(sizeof(struct lwp_xsave_area) == LWP_XSAVE_SIZE);
 
 #endif /* LWP_ARCH_H */

@@ -85,6 +85,11 @@ LwpStatus lwp_lwpval(LwpState *s, const LwpContext *ctx, const LwpMem *mem,
     g_assert_not_reached();
 }
 
+LwpIpRange lwp_ip_range(const LwpState *s, uint64_t first, uint64_t last)
+{
+    g_assert_not_reached();
+}
+
 bool lwp_ip_eligible(const LwpState *s, const LwpContext *ctx, uint64_t ip)
 {
     g_assert_not_reached();

@@ -121,6 +121,24 @@ INSTANTIATE_TEST_SUITE_P(
                             {{0x0fff, true}, {0x2000, true}}}),
     CaseName{});
 
+TEST_F(IpFilter, RangeOfAddressesAgainstBaseIpAndLimitIp)
+{
+    // Table 6-1: BaseIP 0x1000 and LimitIP 0x1fff both belong to the
+    // range.  A translation block from EIP first to last is counted whole
+    // only when it is all inside or all outside.
+    cb.filters = LWP_FILTER_IPF;
+    ASSERT_EQ(load(), LWP_OK);
+    EXPECT_EQ(lwp_ip_range(&s, 0x1000, 0x1fff), LWP_IP_RANGE_IN);
+    EXPECT_EQ(lwp_ip_range(&s, 0x1800, 0x1800), LWP_IP_RANGE_IN);
+    EXPECT_EQ(lwp_ip_range(&s, 0x0000, 0x0fff), LWP_IP_RANGE_OUT);
+    EXPECT_EQ(lwp_ip_range(&s, 0x2000, 0x3000), LWP_IP_RANGE_OUT);
+    EXPECT_EQ(lwp_ip_range(&s, 0x0fff, 0x1000), LWP_IP_RANGE_BOTH);
+    EXPECT_EQ(lwp_ip_range(&s, 0x1fff, 0x2000), LWP_IP_RANGE_BOTH);
+    EXPECT_EQ(lwp_ip_range(&s, 0x0000, 0x3000), LWP_IP_RANGE_BOTH);
+    // a range that wraps (a 32-bit EIP past 4G) is never one side
+    EXPECT_EQ(lwp_ip_range(&s, 0xfffffff0, 0x10), LWP_IP_RANGE_BOTH);
+}
+
 TEST_F(IpFilter, AppliesToEveryCountedEvent)
 {
     // Figure 6-3 text: "The IP filtering applies to all events"

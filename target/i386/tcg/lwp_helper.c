@@ -418,18 +418,6 @@ void lwp_x86_uncount(CPUX86State *env)
     lwp_x86_commit(env);
 }
 
-/* 6, Table 6-1: the EIPs @first..@last are all inside [BaseIP, LimitIP] */
-static bool lwp_range_in(LwpState *s, uint64_t first, uint64_t last)
-{
-    return first <= last && s->base_ip <= first && last <= s->limit_ip;
-}
-
-/* ... or all outside */
-static bool lwp_range_out(LwpState *s, uint64_t first, uint64_t last)
-{
-    return first <= last && (last < s->base_ip || first > s->limit_ip);
-}
-
 /*
  * In a TB of @n instructions, the last a near branch if @br, the
  * instruction that takes the counter of event @id below 0, counted from
@@ -531,20 +519,19 @@ static void lwp_tb_sync(CPUX86State *env)
 static bool lwp_tb_eligible(CPUX86State *env, target_ulong first,
                             target_ulong last, uint32_t cflags)
 {
-    LwpState *s = &env->lwp;
-
     if (!(env->hflags & HF_LWP_IPF_MASK)) {
         return true;
     }
-    if (lwp_range_in(s, first, last)) {
+    switch (lwp_ip_range(&env->lwp, first, last)) {
+    case LWP_IP_RANGE_IN:
         return !env->lwp_ipi;
-    }
-    if (lwp_range_out(s, first, last)) {
+    case LWP_IP_RANGE_OUT:
         return env->lwp_ipi;
+    default:
+        /* one instruction is always on one side */
+        g_assert(first != last);
+        lwp_retranslate(env, cflags, 1);
     }
-    /* one instruction is always on one side */
-    g_assert(first != last);
-    lwp_retranslate(env, cflags, 1);
 }
 
 /*
