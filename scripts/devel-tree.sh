@@ -10,6 +10,13 @@
 #   scripts/devel-tree.sh export   regenerate patches/ with git format-patch
 #   scripts/devel-tree.sh finish   export, then drop the git repository so
 #                                  scripts/prepare.sh manages the tree again
+#   scripts/devel-tree.sh restep CMD...
+#                                  make every patch again: each step's tree
+#                                  as it is, edited by CMD (run at the top
+#                                  of the tree, RESTEP_SUBJECT set to the
+#                                  patch's subject), committed with the
+#                                  patch's message and author; the old
+#                                  series stays as the tag restep-old
 #
 # Nobody edits .patch files by hand.  The series adds the project's new
 # files; the overlay files (the repository's copies, which the project's
@@ -71,8 +78,35 @@ export | finish)
         "$TOP/scripts/prepare.sh"
     fi
     ;;
+restep)
+    # A change to what several patches hold (a file split, a rename) made
+    # in every step at once: CMD edits whatever of it the step has, so each
+    # step keeps building and no patch rewrites an earlier one's lines
+    shift
+    [ $# -gt 0 ] || die "usage: $0 restep CMD..."
+    [ -d "$SRC/.git" ] || die "$SRC is not a development tree (run: $0 init)"
+    [ -z "$(git -C "$SRC" status --porcelain --untracked-files=no)" ] ||
+        die "uncommitted changes in $SRC: commit them first"
+    ! rebase_in_progress || die "a rebase is in progress in $SRC"
+    old=$(git -C "$SRC" rev-parse HEAD)
+    wt=$(mktemp -d)
+    git -C "$SRC" worktree add -q --detach "$wt" upstream
+    for c in $(git -C "$SRC" rev-list --reverse upstream.."$old"); do
+        subject=$(git -C "$SRC" log -1 --format=%s "$c")
+        (cd "$wt" && git read-tree -u --reset "$c" &&
+            RESTEP_SUBJECT=$subject "$@" && git add -A &&
+            git commit -q --no-verify --allow-empty -C "$c") ||
+            die "restep failed at: $subject (the old series is $old)"
+    done
+    new=$(git -C "$wt" rev-parse HEAD)
+    git -C "$SRC" worktree remove --force "$wt"
+    git -C "$SRC" tag -f restep-old "$old" >/dev/null
+    # only the files that differ are rewritten: the build stays incremental
+    git -C "$SRC" reset -q --hard "$new"
+    log "made $(git -C "$SRC" rev-list --count upstream..HEAD) patches again; git diff restep-old HEAD shows the final tree's change"
+    ;;
 *)
-    sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'
     exit 2
     ;;
 esac

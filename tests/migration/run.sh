@@ -31,6 +31,11 @@
 #      LWP state with XSAVE, prints it and halts with LWP enabled; each
 #      field "info lwp" shows must be what XSAVE stored, and MissedEvents
 #      what the LWPCB holds
+#   g. HMP "info lwp" while CPL 3 code runs (config=monitor-run): the vCPU
+#      stopped at random points of an endless "INC %rbx; JMP" loop with
+#      Instructions Retired and Branches Retired enabled, between TBs that
+#      count them; the counters "info lwp" shows must be those after the
+#      instructions that RBX and RIP say retired (monrun-check.py)
 #
 # The kernels are built in build/tests-system/ (or $TESTS_SYSTEM_BUILD).
 # QEMU_DATADIR, when set, is passed as -L.  MIGRATION_SEED picks the
@@ -613,6 +618,39 @@ if wait_for "$name" '^LWPMONITOR '; then
     quit "$name" "$qpid"
 else
     fail "info lwp: the guest never printed LWPMONITOR"
+    show "$name"
+fi
+
+# g. HMP "info lwp" while CPL 3 code runs
+echo "=== g. info lwp while CPL3 code runs"
+name=monitor-run
+append=config=monitor-run start "$name" max,+lwp
+if wait_for "$name" '^LWPMONRUN '; then
+    line=$(tr -d '\r' <"$work/$name.log" | grep -a '^LWPMONRUN ' | head -n 1)
+    for kv in ${line#LWPMONRUN }; do
+        declare "run_${kv%%=*}=${kv#*=}"
+    done
+    # 1024 records of 32 bytes, MONRUN_RECORDS; interval 2^25 - 1
+    for stop in 1 2 3; do
+        sleep "0.$((RANDOM % 9 + 1))"
+        f=$work/$name.$stop
+        if qmp "$name" stop &&
+            python3 "$here/qmp.py" "$work/$name.qmp" hmp 'info registers' >"$f.regs" &&
+            python3 "$here/qmp.py" "$work/$name.qmp" hmp 'info lwp' >"$f.info" &&
+            qmp "$name" hmp "memsave $run_ring 32768 \"$f.ring\"" &&
+            python3 "$here/monrun-check.py" "$f.regs" "$f.info" "$f.ring" \
+                "$run_inc" "$run_jmp" 0x1ffffff >"$f.check"; then
+            pass "info lwp at stop $stop while CPL3 code runs: $(grep -a 'counter' "$f.check" | tr '\n' ' ')"
+        else
+            fail "info lwp at stop $stop while CPL3 code runs"
+            cat "$f.check" "$f.info" 2>/dev/null
+            grep -a 'RBX\|RIP' "$f.regs" 2>/dev/null
+        fi
+        qmp "$name" cont
+    done
+    quit "$name" "$qpid"
+else
+    fail "info lwp: the guest never printed LWPMONRUN"
     show "$name"
 fi
 

@@ -18,6 +18,20 @@
  * with interrupts off and LWP still enabled: HMP "info lwp" must show the
  * same state.
  *
+ * config=monitor-run: "info lwp" while CPL 3 code runs, between the TBs
+ * that count LWP events, which is when the counters can lag behind the
+ * instructions retired.  The guest enables Instructions Retired and
+ * Branches Retired, each with the largest interval (2^25 - 1, Table 6-1)
+ * and its counter starting at it, on a ring of MONRUN_RECORDS records,
+ * prints
+ *
+ *   LWPMONRUN ring=0x... inc=0x... jmp=0x...
+ *
+ * and runs "LLWPCB; 1: INC %rbx; JMP 1b" at CPL 3, interrupts off, from
+ * RBX = 0, for ever.  LLWPCB is not counted (choice 39), so when the vCPU
+ * is stopped at "inc", 2 * RBX instructions and RBX branches retired since
+ * LWP was enabled; at "jmp", one instruction and one branch fewer.
+ *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #include "libcflat.h"
@@ -46,6 +60,25 @@ static struct mon_area area __attribute__((aligned(64)));
 static struct lwpcb cb __attribute__((aligned(64)));
 static struct lwp_record ring[RING_RECORDS] __attribute__((aligned(32)));
 
+/*
+ * XCR0 and LWP_CFG for Instructions Retired and Branches Retired, and an
+ * LWPCB @c for them with these intervals on @ring, without a threshold
+ * interrupt
+ */
+static void monitor_setup(struct lwpcb *c, void *ring, u32 size, u32 ire,
+                          u32 bre)
+{
+    write_cr4(read_cr4() | X86_CR4_OSXSAVE);
+    xsetbv_safe(0, XSTATE_FP_SSE_AVX | XSTATE_LWP);
+    wrmsr_safe(MSR_LWP_CFG, LWP_IRE | LWP_BRE);
+    c->flags = LWP_IRE | LWP_BRE;
+    c->buffer_size = size;
+    c->buffer_base = (u64)ring;
+    c->threshold = size;
+    c->event[EVENT_IRE - 1].interval = ire;
+    c->event[EVENT_BRE - 1].interval = bre;
+}
+
 static void monitor_user(void *arg)
 {
     u64 n = MON_ITERS;
@@ -66,15 +99,7 @@ int lwp_monitor_main(void)
 {
     int ret;
 
-    write_cr4(read_cr4() | X86_CR4_OSXSAVE);
-    xsetbv_safe(0, XSTATE_FP_SSE_AVX | XSTATE_LWP);
-    wrmsr_safe(MSR_LWP_CFG, LWP_IRE | LWP_BRE);
-    cb.flags = LWP_IRE | LWP_BRE;
-    cb.buffer_size = sizeof(ring);
-    cb.buffer_base = (u64)ring;
-    cb.threshold = sizeof(ring);
-    cb.event[EVENT_IRE - 1].interval = 10;
-    cb.event[EVENT_BRE - 1].interval = 7;
+    monitor_setup(&cb, ring, sizeof(ring), 10, 7);
     ret = run_in_user(monitor_user, NULL);
     if (ret != (USER_EXCEPTION | UD_VECTOR)) {
         printf("FAIL: the CPL3 code ended with %x, not #UD\n", ret);
@@ -95,4 +120,38 @@ int lwp_monitor_main(void)
     for (;;) {
         asm volatile("hlt");
     }
+}
+
+#define MONRUN_INTERVAL     0x1ffffff
+#define MONRUN_RECORDS      1024
+
+static struct lwpcb run_cb __attribute__((aligned(64)));
+static struct lwp_record run_ring[MONRUN_RECORDS] __attribute__((aligned(32)));
+extern char monrun_inc[], monrun_jmp[];
+
+static void monitor_run_user(void *arg)
+{
+    (void)arg;
+    asm volatile("xor %%ebx, %%ebx\n"
+                 "llwpcb %[cb]\n"
+                 ".global monrun_inc\n"
+                 "monrun_inc: inc %%rbx\n"
+                 ".global monrun_jmp\n"
+                 "monrun_jmp: jmp monrun_inc"
+                 : : [cb] "r"(&run_cb) : "rbx", "memory", "cc");
+}
+
+int lwp_monitor_run_main(void)
+{
+    int ret;
+
+    monitor_setup(&run_cb, run_ring, sizeof(run_ring), MONRUN_INTERVAL,
+                  MONRUN_INTERVAL);
+    run_cb.event[EVENT_IRE - 1].counter = MONRUN_INTERVAL;
+    run_cb.event[EVENT_BRE - 1].counter = MONRUN_INTERVAL;
+    printf("LWPMONRUN ring=0x%lx inc=0x%lx jmp=0x%lx\n", (u64)run_ring,
+           (u64)monrun_inc, (u64)monrun_jmp);
+    ret = run_in_user(monitor_run_user, NULL);
+    printf("FAIL: the CPL3 loop ended with %x\n", ret);
+    return 1;
 }

@@ -1,5 +1,6 @@
 /*
- * config=monitor: the guest of the HMP "info lwp" check (lwp-monitor.c)
+ * config=monitor and config=monitor-run: the guests of the HMP "info lwp"
+ * checks (lwp-monitor.c)
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -7,5 +8,6 @@
 #define LWP_MONITOR_H
 
 int lwp_monitor_main(void);
+int lwp_monitor_run_main(void);
 
 #endif

@@ -36,10 +36,10 @@
 #define FAM15H_LWP_EDX      0x8000000f
 
 enum config { CONFIG_NOLWP, CONFIG_G4, CONFIG_G5, CONFIG_MAX, CONFIG_MIGRATE,
-             CONFIG_SMP, CONFIG_MONITOR };
+             CONFIG_SMP, CONFIG_MONITOR, CONFIG_MONITOR_RUN };
 
 static const char *const config_names[] = {
-    "nolwp", "g4", "g5", "max", "migrate", "smp", "monitor",
+    "nolwp", "g4", "g5", "max", "migrate", "smp", "monitor", "monitor-run",
 };
 static enum config config;
 
@@ -531,6 +531,10 @@ int main(u32 magic, u32 mbi)
     if (config == CONFIG_MONITOR) {
         /* -cpu max,+lwp: HMP "info lwp" in tests/migration/run.sh */
         return lwp_monitor_main();
+    }
+    if (config == CONFIG_MONITOR_RUN) {
+        /* -cpu max,+lwp: HMP "info lwp" in tests/migration/run.sh */
+        return lwp_monitor_run_main();
     }
     if (config == CONFIG_SMP) {
         /* -cpu max,+lwp -smp 4, MTTCG: tests/system/lwp-smp.c */

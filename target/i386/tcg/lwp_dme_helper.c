@@ -1,0 +1,171 @@
+/*
+ * x86 AMD Lightweight Profiling: DCache Misses
+ *
+ * Loads of CPL 3 instructions run through the vCPU's cache model
+ * (lwp_cache_* of the engine, docs/system/i386/lwp.rst); the misses are
+ * the events.  Section numbers are those of AMD publication 43724
+ * revision 3.08.
+ *
+ * Copyright (c) 2026 qemu-lwp contributors
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#include "qemu/osdep.h"
+#include "cpu.h"
+#include "exec/exec-all.h"
+#include "exec/helper-proto.h"
+#include "tcg/insn-start-words.h"
+#include "tcg/tcg.h"
+#include "helper-tcg.h"
+#include "lwp_helper.h"
+
+/*
+ * Add the DCache Miss record the current instruction gathered, if any, to
+ * the events of @ev, whose instruction retired
+ */
+void lwp_dme_take(CPUX86State *env, LwpEventInfo *ev)
+{
+    LwpState *s = &env->lwp;
+
+    if (!env->lwp_dme_due) {
+        return;
+    }
+    env->lwp_dme_due = 0;
+    if (s->cb_addr && (s->flags & LWP_FEAT_DME) &&
+        s->counter[LWP_EVENT_ID_DME] < 0) {
+        ev->events |= LWP_FEAT_DME;
+        ev->dme_source = env->lwp_dme_src;
+        ev->dme_addr_valid = 1;
+        ev->dme_latency = env->lwp_dme_latency;
+        ev->dme_addr = env->lwp_dme_addr;
+    }
+}
+
+/*
+ * lwp_dme_count's slow path: an L1 miss @r that may be no event (the
+ * MinLatency and CLF filters, Table 6-2) or may make a record due
+ */
+static void lwp_dme_event(CPUX86State *env, LwpCacheResult r)
+{
+    LwpState *s = &env->lwp;
+    int32_t *counter = &s->counter[LWP_EVENT_ID_DME];
+    unsigned src = lwp_cache_dme_source(r.level);
+    LwpContext ctx;
+
+    if (s->filters & (LWP_FILTER_MIN_LATENCY_MASK | LWP_FILTER_CLF)) {
+        ctx = (LwpContext) { .ecx = env->features[FEAT_8000_001C_ECX] };
+        if (!lwp_dme_eligible(s, &ctx, r.latency, src)) {
+            return;
+        }
+    }
+    /* at most as far below 0 as the engine lets a counter go */
+    if (*counter > -(1 << 30)) {
+        --*counter;
+    }
+    if (*counter < 0 && !env->lwp_dme_due) {
+        env->lwp_dme_due = 1;
+        env->lwp_dme_addr = r.addr;
+        env->lwp_dme_latency = r.latency;
+        env->lwp_dme_src = src;
+    }
+}
+
+/*
+ * DCache Misses (spec 2.4, choice 55).  A load of @size bytes at the
+ * linear address @addr, made by the current CPL 3 instruction of a TB
+ * translated with LWP_TB_DME, completed: run it through the cache model.
+ * A miss that is eligible (the IP filter, @elig; MinLatency and CLF,
+ * Table 6-2) is an event, counted at once.  The event that takes the
+ * counter below 0 gathers the record, which the instruction stores when
+ * it retires (helper_lwp_dme_commit, helper_lwp_fire); the counter counts
+ * on below 0 until then (spec 1.1 step 2).  A line-crossing load is one
+ * load (lwp_cache_load).
+ */
+static inline void lwp_dme_count(CPUX86State *env, target_ulong addr,
+                                 uint32_t size, bool elig)
+{
+    X86CPU *cpu = env_archcpu(env);
+    LwpState *s = &env->lwp;
+    int32_t *counter = &s->counter[LWP_EVENT_ID_DME];
+    LwpCacheResult r;
+    bool counted;
+
+    if (!cpu->lwp_cache) {
+        return;
+    }
+    r = lwp_cache_load(cpu->lwp_cache, addr, size);
+    counted = (r.misses != 0) & elig & (s->cb_addr != 0) &
+              !!(s->flags & LWP_FEAT_DME);
+    /*
+     * Whether a load misses is as good as random, and a miss is counted
+     * without a branch on that unless it may need more than a decrement:
+     * a filter, the counter near 0
+     */
+    if (unlikely((s->filters & (LWP_FILTER_MIN_LATENCY_MASK |
+                                LWP_FILTER_CLF)) ||
+                 *counter <= 1) && counted) {
+        lwp_dme_event(env, r);
+        return;
+    }
+    *counter -= counted;
+}
+
+/* ... from generated code: @desc is the size | LWP_DME_ELIGIBLE bit */
+void helper_lwp_dme_load(CPUX86State *env, target_ulong addr, uint32_t desc)
+{
+    lwp_dme_count(env, addr, extract32(desc, 0, LWP_DME_ELIGIBLE_SHIFT),
+                  desc >> LWP_DME_ELIGIBLE_SHIFT);
+}
+
+/*
+ * ... from a helper called at @ra (lwp_x86_dme_load): counted only if
+ * its TB counts DME at CPL 3 (not, for example, when the XRSTOR that
+ * made the load enabled LWP itself); its eligibility under the IP filter
+ * is that of the instruction, found as an exception finds it
+ */
+void lwp_x86_dme_load_slow(CPUX86State *env, target_ulong addr,
+                           uint32_t size, uintptr_t ra)
+{
+    TranslationBlock *tb = tcg_tb_lookup(ra);
+    uint64_t data[TARGET_INSN_START_WORDS];
+    bool elig = true;
+
+    if (!tb || (tb->flags & HF_CPL_MASK) != 3 ||
+        !(tb->cs_base >> LWP_TB_CS_SHIFT & LWP_TB_DME)) {
+        return;
+    }
+    if (tb->flags & HF_LWP_IPF_MASK) {
+        elig = cpu_unwind_state_data(env_cpu(env), ra, data) &&
+               lwp_eligible_in(env, tb->flags,
+                               x86_unwind_eip(env, tb, data[0]));
+    }
+    lwp_dme_count(env, addr, size, elig);
+}
+
+/* The instruction at @ip retired: store the record it gathered */
+void helper_lwp_dme_commit(CPUX86State *env, target_ulong ip)
+{
+    LwpEventInfo ev = { .ip = ip };
+
+    lwp_dme_take(env, &ev);
+    if (ev.events) {
+        lwp_store_due(env, &ev);
+    }
+}
+
+/* INVD, WBINVD: every cache level is emptied (choice 53) */
+void helper_lwp_cache_flush(CPUX86State *env)
+{
+    x86_cpu_lwp_cache_flush(env_archcpu(env));
+}
+
+/* CLFLUSH, CLFLUSHOPT of the linear address @addr: the line leaves */
+void helper_lwp_cache_flush_line(CPUX86State *env, target_ulong addr)
+{
+    X86CPU *cpu = env_archcpu(env);
+
+    if (cpu->lwp_cache) {
+        lwp_cache_flush_line(cpu->lwp_cache, addr);
+    }
+}
