@@ -25,7 +25,7 @@
  * and its counter starting at it, on a ring of MONRUN_RECORDS records,
  * prints
  *
- *   LWPMONRUN ring=0x... inc=0x... jmp=0x...
+ *   LWPMONRUN ring=0x... size=N interval=N inc=0x... jmp=0x...
  *
  * and runs "LLWPCB; 1: INC %rbx; JMP 1b" at CPL 3, interrupts off, from
  * RBX = 0, for ever.  LLWPCB is not counted (choice 39), so when the vCPU
@@ -149,7 +149,8 @@ int lwp_monitor_run_main(void)
                   MONRUN_INTERVAL);
     run_cb.event[EVENT_IRE - 1].counter = MONRUN_INTERVAL;
     run_cb.event[EVENT_BRE - 1].counter = MONRUN_INTERVAL;
-    printf("LWPMONRUN ring=0x%lx inc=0x%lx jmp=0x%lx\n", (u64)run_ring,
+    printf("LWPMONRUN ring=0x%lx size=%u interval=%u inc=0x%lx jmp=0x%lx\n",
+           (u64)run_ring, (unsigned)sizeof(run_ring), MONRUN_INTERVAL,
            (u64)monrun_inc, (u64)monrun_jmp);
     ret = run_in_user(monitor_run_user, NULL);
     printf("FAIL: the CPL3 loop ended with %x\n", ret);
