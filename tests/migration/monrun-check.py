@@ -12,9 +12,10 @@ since LLWPCB; from the spec, the counter each leaves:
 
   1.1 steps 1-5: an event decrements the counter; the event that takes
   it below 0 stores a record (EventId at byte 0, 8.1), and the counter is
-  reset to the interval (Random = 0).  Starting at INTERVAL, after E
-  events and R records of the event, the counter is INTERVAL - (E - R *
-  (INTERVAL + 1)).
+  reset to the interval (Random = 0).  Starting at INTERVAL, every
+  (INTERVAL + 1)-th event stores one: after E events the ring holds
+  E // (INTERVAL + 1) records of the event and the counter is
+  INTERVAL - E % (INTERVAL + 1).
 
 Prints one PASS:/FAIL: line per check; exits 1 if one failed.
 
@@ -49,14 +50,16 @@ def main(argv):
     for eid, name, events in ((2, 'Instructions Retired',
                                2 * rbx - at_jmp),
                               (3, 'Branches Retired', rbx - at_jmp)):
-        r = ids.count(eid)
-        want = interval - (events - r * (interval + 1))
+        r, want = divmod(events, interval + 1)
+        want = interval - want
+        check(ids.count(eid) == r, '%s records in the ring %d, expected %d'
+              % (name, ids.count(eid), r))
         m = re.search(r'EventId %d \(%s\): interval (\d+), counter (-?\d+)'
                       % (eid, name), info)
         got = int(m.group(2)) if m else None
         check(got == want,
-              '%s counter %s, expected %d (RBX %d, at %s, %d records)'
-              % (name, got, want, rbx, 'jmp' if at_jmp else 'inc', r))
+              '%s counter %s, expected %d (RBX %d, at %s)'
+              % (name, got, want, rbx, 'jmp' if at_jmp else 'inc'))
     check(ids.count(2) + ids.count(3) == len(ids),
           'only IRE and BRE records in the ring')
     return 0 if ok else 1

@@ -127,7 +127,6 @@ int lwp_monitor_main(void)
 
 static struct lwpcb run_cb __attribute__((aligned(64)));
 static struct lwp_record run_ring[MONRUN_RECORDS] __attribute__((aligned(32)));
-extern char monrun_inc[], monrun_jmp[];
 
 static void monitor_run_user(void *arg)
 {
@@ -143,15 +142,19 @@ static void monitor_run_user(void *arg)
 
 int lwp_monitor_run_main(void)
 {
+    u64 inc, jmp;
     int ret;
 
+    /* the labels of monitor_run_user's loop */
+    asm("lea monrun_inc(%%rip), %0\n"
+        "lea monrun_jmp(%%rip), %1" : "=r"(inc), "=r"(jmp));
     monitor_setup(&run_cb, run_ring, sizeof(run_ring), MONRUN_INTERVAL,
                   MONRUN_INTERVAL);
     run_cb.event[EVENT_IRE - 1].counter = MONRUN_INTERVAL;
     run_cb.event[EVENT_BRE - 1].counter = MONRUN_INTERVAL;
     printf("LWPMONRUN ring=0x%lx size=%u interval=%u inc=0x%lx jmp=0x%lx\n",
-           (u64)run_ring, (unsigned)sizeof(run_ring), MONRUN_INTERVAL,
-           (u64)monrun_inc, (u64)monrun_jmp);
+           (u64)run_ring, (unsigned)sizeof(run_ring), MONRUN_INTERVAL, inc,
+           jmp);
     ret = run_in_user(monitor_run_user, NULL);
     printf("FAIL: the CPL3 loop ended with %x\n", ret);
     return 1;
