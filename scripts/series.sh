@@ -17,8 +17,8 @@
 #
 # All three append to build/series/report.txt, one line per patch (or
 # run); build's last line is "N steps: N built, N failed".  build took
-# about 10 minutes for 32 steps on 2 cores with a warm ccache (no step
-# over 40 s), 19 minutes when most steps' code is new to ccache.  CI
+# about 10 minutes for all steps on 2 cores with a warm ccache (a step
+# 3 s to 2 min), 19 minutes when most steps' code is new to ccache.  CI
 # builds only the final tree (scripts/build.sh).  check rewrites build/series/patches, which a
 # running build reads: run one at a time.
 set -euo pipefail
