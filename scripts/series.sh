@@ -17,7 +17,7 @@
 #
 # All three append to build/series/report.txt, one line per patch (or
 # run); build's last line is "N steps: N built, N failed".  build took
-# about 10 minutes for all steps on 2 cores with a warm ccache (a step
+# about 10 minutes for all steps on 2 cores with a warm ccache (each step
 # 3 s to 2 min), 19 minutes when most steps' code is new to ccache.  CI
 # builds only the final tree (scripts/build.sh).  check rewrites build/series/patches, which a
 # running build reads: run one at a time.
