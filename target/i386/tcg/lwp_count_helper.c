@@ -111,12 +111,25 @@ static void lwp_unretire_at(CPUX86State *env, uint32_t tb_flags,
     lwp_recount_at(env, tb_flags, clk, eip, n, branch_kind, bre, 1);
 }
 
-/* ... of the current TB, the first at env->eip: an exception unwound it */
-void lwp_x86_unretire(CPUX86State *env, const TranslationBlock *tb,
-                      uint32_t n, int branch_kind)
+/*
+ * Give back (@sign 1) or take again (@sign -1) the counts of the
+ * instructions of @tb from the one at @eip, whose second insn_start word
+ * is @word, to the TB's end
+ */
+static void lwp_recount_tb(CPUX86State *env, const TranslationBlock *tb,
+                           target_ulong eip, uint64_t word, int32_t sign)
 {
-    lwp_unretire_at(env, tb->flags, tb->cs_base >> LWP_TB_CS_SHIFT, env->eip,
-                    n, branch_kind, !(tb_cflags(tb) & CF_COUNT_MASK));
+    lwp_recount_at(env, tb->flags, tb->cs_base >> LWP_TB_CS_SHIFT, eip,
+                   tb->icount - lwp_unwind_index(word),
+                   lwp_unwind_branch(word),
+                   !(tb_cflags(tb) & CF_COUNT_MASK), sign);
+}
+
+/* ... from env->eip: an exception unwound the instruction there */
+void lwp_x86_unretire(CPUX86State *env, const TranslationBlock *tb,
+                      uint64_t word)
+{
+    lwp_recount_tb(env, tb, env->eip, word, 1);
 }
 
 /*
@@ -135,7 +148,6 @@ void lwp_x86_flush_recount(CPUX86State *env, uintptr_t ra, int32_t sign)
 {
     TranslationBlock *tb;
     uint64_t data[TARGET_INSN_START_WORDS];
-    target_ulong eip;
 
     if (!ra || !env->lwp.cb_addr) {
         return;
@@ -145,11 +157,7 @@ void lwp_x86_flush_recount(CPUX86State *env, uintptr_t ra, int32_t sign)
         !cpu_unwind_state_data(env_cpu(env), ra, data)) {
         return;
     }
-    eip = x86_unwind_eip(env, tb, data[0]);
-    lwp_recount_at(env, tb->flags, tb->cs_base >> LWP_TB_CS_SHIFT, eip,
-                   tb->icount - lwp_unwind_index(data[1]),
-                   lwp_unwind_branch(data[1]),
-                   !(tb_cflags(tb) & CF_COUNT_MASK), sign);
+    lwp_recount_tb(env, tb, x86_unwind_eip(env, tb, data[0]), data[1], sign);
 }
 
 /*
