@@ -8,25 +8,34 @@
 # Runs LWP_DME twice: once plainly, once with upstream QEMU's execlog
 # plugin logging every instruction and its memory accesses.  The expected
 # records come from:
-#   - the execlog trace: every instruction of dme_chase (its range from
-#     GNU nm), in order, and the address of each load it made;
+#   - the execlog trace: every instruction of dme_chase, dme_stack and
+#     dme_kinds (their ranges from GNU nm), in order, and the address of
+#     each load it made;
 #   - tests/engine/cache_model_ref.py, the model written from
 #     docs/cache-model.md alone, with the documented defaults, fed exactly
-#     those loads (8 bytes each: every load there is "mov (%rax), %rax");
+#     those loads: every load in dme_chase is "mov (%rax), %rax" (8
+#     bytes), dme_stack's are 64-bit stack loads (POP, POPF, RET, RET
+#     imm16, LEAVE, PUSH m64, POP m64, ENTER), and in dme_kinds the label
+#     dk<SIZE>_<K> before an instruction gives the size of its loads (for
+#     example two of 16 bytes for a 256-bit AVX load, as QEMU makes it);
 #   - the spec's rules: each miss whose SRC and latency pass the Filters
 #     (Table 6-2: CLF by level, MinLatency x 16 cycles) is an event; the
-#     counter starts at EventCounter (= the interval here) and the
-#     (counter+1)-th event stores a record naming the load instruction,
+#     counter starts at EventCounter (the last field of the CHASE line)
+#     and the (counter+1)-th event stores a record naming the load
+#     instruction (one an instruction, choice 19),
 #     with DAV, the missing address, SRC (Figure 2-5: L3 1, DRAM 3, L2 0)
 #     and the latency of the level (CPUID LwpLatencyRnd 0, so unrounded);
 #     the counter is then reset to the interval (Random 0).  With
 #     Instructions Retired enabled as well, every instruction after
 #     LLWPCB is an event of it, and an instruction's records are stored in
-#     EventId order (2 before 4).
+#     EventId order (2 before 4).  LWPVAL, at interval 0, stores a record
+#     (EventId 1, its operands all 0 in dme_kinds) before its DME record,
+#     and only then reads its operand (5.3).
 # Both runs must store the same records, byte for byte (determinism: the
 # plugin changes nothing LWP sees), and every record of the traced run
 # must be the model's, field for field.
 import os
+import re
 import subprocess
 import sys
 
@@ -38,7 +47,7 @@ from tally import Tally  # noqa: E402
 SRC = {ref.L2: 0, ref.L3: 1, ref.DRAM: 3}
 CLF, NBC, RDC, RAM, OTH = 1 << 8, 1 << 9, 1 << 10, 1 << 11, 1 << 12
 CLF_BIT = {0: None, 1: NBC, 2: RDC, 3: RAM, 7: OTH}
-IRE, DME = 2, 4
+VAL, IRE, DME = 1, 2, 4
 
 tally = Tally("dme")
 report = tally.report
@@ -52,9 +61,10 @@ def symbols(prog):
 
 
 def parse_output(text, dump):
-    """The CHASE blocks: [(name, iv, filters, ire, [records])], each record
-    (EventId, ip, SRC, DAV, Latency, DataAddress) from the dump (Figure
-    2-5: bytes 0, 8-15, bits 31:29 and 28 of the first dword, 4-7, 16-23)"""
+    """The CHASE blocks: [(name, iv, filters, ire, counter, [records])],
+    each record (EventId, ip, SRC, DAV, Latency, DataAddress) from the
+    dump (Figure 2-5: bytes 0, 8-15, bits 31:29 and 28 of the first
+    dword, 4-7, 16-23)"""
     chases = []
     with open(dump, "rb") as fh:
         data = fh.read()
@@ -62,13 +72,14 @@ def parse_output(text, dump):
     for line in text.splitlines():
         f = line.split()
         if f and f[0] == "CHASE":
-            chases.append((f[1], int(f[3]), int(f[4], 16), int(f[5]), []))
+            chases.append((f[1], int(f[3]), int(f[4], 16), int(f[5]),
+                           int(f[6]), []))
         elif f and f[0] == "END":
             for _ in range(int(f[1])):
                 r = data[pos:pos + 32]
                 pos += 32
                 dw0 = int.from_bytes(r[0:4], "little")
-                chases[-1][4].append((r[0], int.from_bytes(r[8:16], "little"),
+                chases[-1][5].append((r[0], int.from_bytes(r[8:16], "little"),
                                       dw0 >> 29 if r[0] == DME else 0,
                                       dw0 >> 28 & 1 if r[0] == DME else 0,
                                       int.from_bytes(r[4:8], "little"),
@@ -77,8 +88,9 @@ def parse_output(text, dump):
     return chases
 
 
-def parse_trace(path, lo, hi):
-    """Each run of dme_chase: [(pc, [load addresses])] in execution order"""
+def parse_trace(path, ranges):
+    """Each run of a routine of @ranges ([(lo, hi)]), in execution order:
+    [(pc, [load addresses], line)]"""
     runs, cur = [], None
     with open(path) as fh:
         for line in fh:
@@ -86,10 +98,10 @@ def parse_trace(path, lo, hi):
             if len(f) < 3 or not f[1].startswith("0x"):
                 continue
             pc = int(f[1], 16)
-            if not lo <= pc < hi:
+            if not any(lo <= pc < hi for lo, hi in ranges):
                 cur = None
                 continue
-            if pc == lo:
+            if any(pc == lo for lo, _ in ranges):
                 cur = []
                 runs.append(cur)
             loads = [int(f[i + 1], 16) for i in range(len(f) - 1)
@@ -110,26 +122,47 @@ def eligible(level, latency, filters):
     return True
 
 
-def expected(chases, runs, load_pc):
+def expected(chases, runs, syms):
+    """The records of each run, from the model fed its loads"""
+    load_pc, stack_lo = syms["dme_chase_load"], syms["dme_stack"]
+    kinds_lo, lwpval = syms["dme_kinds"], syms["dme_kinds_lwpval"]
+    # dme_kinds: the size of each labelled instruction's loads
+    sizes = {a: int(m.group(1)) for m, a in
+             ((re.match(r"dk(\d+)_\d+$", n), a) for n, a in syms.items())
+             if m}
     model = ref.Model([ref.Level(16384, 4, 64, 4),
                        ref.Level(2 << 20, 16, 64, 20),
                        ref.Level(8 << 20, 64, 64, 64)], 256)
     out = []
-    for (name, iv, filters, ire, _), run in zip(chases, runs):
+    for (name, iv, filters, ire, counter, _), run in zip(chases, runs):
         recs = []
-        cdme = cire = iv
-        # instructions after the first LLWPCB, before the last one
-        for pc, loads, line in run[1:-2]:
+        cdme, cire = counter, iv
+        # instructions after the first LLWPCB, before the last one: in
+        # dme_stack, after the three that switch to its stack, and in
+        # dme_kinds after the two that set its registers
+        start = {stack_lo: 4, kinds_lo: 3}.get(run[0][0], 1)
+        for pc, loads, line in run[start:-2]:
             if ire:
                 cire -= 1
                 if cire < 0:
                     recs.append((IRE, pc, 0, 0, 0, 0))
                     cire = iv
             due = None
+            if pc == lwpval:
+                # interval 0 (lwp-dme.c): a record, fields all 0, first
+                recs.append((VAL, pc, 0, 0, 0, 0))
             for a in loads:
-                if pc != load_pc or "mov" not in line:
+                if run[0][0] == kinds_lo:
+                    if pc not in sizes:
+                        raise SystemExit("unlabelled load in dme_kinds: "
+                                         + line)
+                    size = sizes[pc]
+                elif run[0][0] == stack_lo or (pc == load_pc and
+                                               "mov" in line):
+                    size = 8
+                else:
                     raise SystemExit("unexpected load in dme_chase: " + line)
-                miss, level, lat, addr, _ = model.load(a, 8)
+                miss, level, lat, addr, _ = model.load(a, size)
                 if miss and eligible(level, lat, filters):
                     cdme -= 1
                     if cdme < 0 and due is None:
@@ -145,7 +178,8 @@ def main():
     qemu, plugin, prog = sys.argv[1:4]
     cpu = ["-cpu", "max,+lwp"]
     syms = symbols(prog)
-    lo, hi = syms["dme_chase"], syms["dme_chase_end"]
+    ranges = [(syms[f], syms[f + "_end"])
+              for f in ("dme_chase", "dme_stack", "dme_kinds")]
     trace, d1, d2 = prog + ".execlog", prog + ".dump1", prog + ".dump2"
     plain = subprocess.run([qemu] + cpu + [prog, d1], capture_output=True,
                            text=True)
@@ -162,14 +196,14 @@ def main():
         if line.startswith(("PASS:", "FAIL:", "SKIP:")):
             report(line.startswith("PASS:"), "lwp-dme: " + line[6:])
     chases = parse_output(logged.stdout, d2)
-    runs = parse_trace(trace, lo, hi)
+    runs = parse_trace(trace, ranges)
     if not report(len(runs) == len(chases) and len(chases) > 0,
-                  "execlog saw every chase (%d runs, %d chases)"
+                  "execlog saw every run (%d runs, %d printed)"
                   % (len(runs), len(chases))):
         return
-    exp = expected(chases, runs, syms["dme_chase_load"])
+    exp = expected(chases, runs, syms)
     total = 0
-    for (name, _, _, _, got), want in zip(chases, exp):
+    for (name, _, _, _, _, got), want in zip(chases, exp):
         total += len(want)
         if got != want:
             first = next((i for i in range(min(len(got), len(want)))

@@ -9,7 +9,11 @@
  * from memory.  Each chase prints a CHASE line and writes its records,
  * as the ring held them, to the file named by the first argument, which
  * tests/user/dme-check.py checks against the model fed the loads of the
- * same run as upstream QEMU's execlog plugin saw them; and this program
+ * same run as upstream QEMU's execlog plugin saw them.  dme_stack() does
+ * the same with the loads of the stack instructions (POP, POPF, RET, RET
+ * imm16, LEAVE, PUSH m, POP m, ENTER with nesting), each from a line
+ * never loaded before, then again from the same lines; each record must
+ * name the stack address the instruction read.  And this program
  * checks what the spec and the documented defaults say of each chase:
  * the level that supplies the second pass over a list, its SRC and
  * latency (as CPUID's LwpLatencyRnd and LwpLatencyMax round and cap it),
@@ -41,6 +45,225 @@ asm(".text\n"
     ".globl dme_chase_end\n"
     "dme_chase_end:\n");
 
+/* the stack loads (lwp-dme.h); r10 and r11 keep the caller's rbp and rsp */
+asm(".text\n"
+    ".globl dme_stack\n"
+    ".type dme_stack, @function\n"
+    "dme_stack:\n"
+    "    mov %rsp, %r11\n"
+    "    mov %rbp, %r10\n"
+    "    mov %rsi, %rsp\n"
+    "    llwpcb %rdi\n"
+    "1:  sub $4160, %rsp\n"
+    "    push %rdx\n"
+    "    pop %rax\n"                 /* POP r64 */
+    "    sub $4160, %rsp\n"
+    "    pushfq\n"
+    "    popfq\n"                    /* POPF */
+    "    sub $4160, %rsp\n"
+    "    call 2f\n"
+    "    jmp 3f\n"
+    "2:  ret\n"                      /* RET */
+    "3:  sub $4160, %rsp\n"
+    "    call 4f\n"
+    "    jmp 5f\n"
+    "4:  ret $8\n"                   /* RET imm16 */
+    "5:  sub $4160, %rsp\n"
+    "    push %rdx\n"
+    "    mov %rsp, %rbp\n"
+    "    leave\n"                    /* LEAVE */
+    "    sub $4160, %rsp\n"
+    "    mov %rdx, -8(%rsp)\n"
+    "    pushq -8(%rsp)\n"           /* PUSH m64 */
+    "    sub $4160, %rsp\n"
+    "    push %rdx\n"
+    "    popq -64(%rsp)\n"           /* POP m64 */
+    "    sub $4160, %rsp\n"
+    "    mov %rsp, %rbp\n"
+    "    enter $0, $2\n"             /* ENTER, nesting level 2 */
+    "    dec %rdx\n"
+    "    jnz 1b\n"
+    "    mov %r11, %rsp\n"
+    "    mov %r10, %rbp\n"
+    "    xor %edi, %edi\n"
+    "    llwpcb %rdi\n"
+    "    ret\n"
+    ".globl dme_stack_end\n"
+    "dme_stack_end:\n");
+
+/*
+ * The loads of generated code, one kind each (lwp-dme.h); the label
+ * before each, dk<SIZE>_<K>, gives the size of each of its loads, which
+ * dme-check.py feeds the model.  xmm5: the gather's dword indexes.
+ */
+asm(".text\n"
+    ".globl dme_kinds\n"
+    ".type dme_kinds, @function\n"
+    "dme_kinds:\n"
+    "    mov %rsi, %r8\n"
+    "    vmovdqu (%rdx), %xmm5\n"
+    "    llwpcb %rdi\n"
+    "    .globl dk8_0\n"
+    "dk8_0:\n"
+    "    mov 4160(%r8), %rax\n"
+    "    .globl dk4_1\n"
+    "dk4_1:\n"
+    "    add 8320(%r8), %eax\n"
+    "    .globl dk2_2\n"
+    "dk2_2:\n"
+    "    movzwl 12480(%r8), %eax\n"
+    "    .globl dk1_3\n"
+    "dk1_3:\n"
+    "    movsbq 16640(%r8), %rax\n"
+    "    .globl dk8_4\n"
+    "dk8_4:\n"
+    "    add %rax, 20800(%r8)\n"
+    "    .globl dk4_5\n"
+    "dk4_5:\n"
+    "    notl 24960(%r8)\n"
+    "    lea 1f(%rip), %rax\n"
+    "    mov %rax, 29120(%r8)\n"
+    "    .globl dk8_6\n"
+    "dk8_6:\n"
+    "    jmp *29120(%r8)\n"
+    "1:\n"
+    "    lea 2f(%rip), %rax\n"
+    "    mov %rax, 33280(%r8)\n"
+    "    .globl dk8_7\n"
+    "dk8_7:\n"
+    "    call *33280(%r8)\n"
+    "    jmp 3f\n"
+    "2:\n"
+    "    add $8, %rsp\n"
+    "3:\n"
+    "    lea 37440(%r8), %rsi\n"
+    "    .globl dk8_8\n"
+    "dk8_8:\n"
+    "    lodsq\n"
+    "    lea 41600(%r8), %rsi\n"
+    "    mov $3, %ecx\n"
+    "    .globl dk1_9\n"
+    "dk1_9:\n"
+    "    rep lodsb\n"
+    "    lea 45760(%r8), %rsi\n"
+    "    lea 64+45760(%r8), %rdi\n"
+    "    .globl dk4_10\n"
+    "dk4_10:\n"
+    "    movsl\n"
+    "    lea 49920(%r8), %rsi\n"
+    "    lea 64+49920(%r8), %rdi\n"
+    "    mov $5, %ecx\n"
+    "    .globl dk2_11\n"
+    "dk2_11:\n"
+    "    rep movsw\n"
+    "    lea 62400(%r8), %rdi\n"
+    "    mov $-1, %eax\n"
+    "    .globl dk4_12\n"
+    "dk4_12:\n"
+    "    scasl\n"
+    "    lea 66560(%r8), %rdi\n"
+    "    mov $6, %ecx\n"
+    "    mov $1, %al\n"
+    "    .globl dk1_13\n"
+    "dk1_13:\n"
+    "    repne scasb\n"
+    "    lea 70720(%r8), %rbx\n"
+    "    mov $7, %eax\n"
+    "    .globl dk1_14\n"
+    "dk1_14:\n"
+    "    xlat\n"
+    "    xor %eax, %eax\n"
+    "    .globl dk8_15\n"
+    "dk8_15:\n"
+    "    cmpxchg %rcx, 74880(%r8)\n"
+    "    xor %eax, %eax\n"
+    "    .globl dk4_16\n"
+    "dk4_16:\n"
+    "    lock cmpxchg %ecx, 79040(%r8)\n"
+    "    .globl dk8_17\n"
+    "dk8_17:\n"
+    "    xchg %rcx, 83200(%r8)\n"
+    "    .globl dk4_18\n"
+    "dk4_18:\n"
+    "    xadd %ecx, 87360(%r8)\n"
+    "    .globl dk8_19\n"
+    "dk8_19:\n"
+    "    lock xadd %rcx, 91520(%r8)\n"
+    "    xor %eax, %eax\n"
+    "    xor %edx, %edx\n"
+    "    .globl dk8_20\n"
+    "dk8_20:\n"
+    "    cmpxchg8b 95680(%r8)\n"
+    "    xor %eax, %eax\n"
+    "    xor %edx, %edx\n"
+    "    .globl dk16_21\n"
+    "dk16_21:\n"
+    "    lock cmpxchg16b 99840(%r8)\n"
+    "    .globl dk4_22\n"
+    "dk4_22:\n"
+    "    flds 104000(%r8)\n"
+    "    fstp %st(0)\n"
+    "    .globl dk8_23\n"
+    "dk8_23:\n"
+    "    fldl 108160(%r8)\n"
+    "    fstp %st(0)\n"
+    "    .globl dk2_24\n"
+    "dk2_24:\n"
+    "    filds 112320(%r8)\n"
+    "    fstp %st(0)\n"
+    "    .globl dk8_25\n"
+    "dk8_25:\n"
+    "    fildll 116480(%r8)\n"
+    "    fstp %st(0)\n"
+    "    .globl dk16_26\n"
+    "dk16_26:\n"
+    "    movdqu 120640(%r8), %xmm3\n"
+    "    .globl dk16_27\n"
+    "dk16_27:\n"
+    "    addps 124800(%r8), %xmm3\n"
+    "    .globl dk8_28\n"
+    "dk8_28:\n"
+    "    movq 128960(%r8), %xmm3\n"
+    "    .globl dk4_29\n"
+    "dk4_29:\n"
+    "    movss 133120(%r8), %xmm3\n"
+    "    .globl dk16_30\n"
+    "dk16_30:\n"
+    "    vmovdqu 137280(%r8), %xmm3\n"
+    "    .globl dk16_31\n"
+    "dk16_31:\n"
+    "    vmovdqu 141440(%r8), %ymm3\n"
+    "    .globl dk16_32\n"
+    "dk16_32:\n"
+    "    vpaddd 145600(%r8), %ymm4, %ymm3\n"
+    "    xor %ecx, %ecx\n"
+    "    .globl dk4_33, dme_kinds_lwpval\n"
+    "dk4_33:\n"
+    "dme_kinds_lwpval:\n"
+    "    lwpval $0, 153920(%r8), %ecx\n"
+    "    lea 54080(%r8), %rsi\n"
+    "    lea 2048+54080(%r8), %rdi\n"
+    "    .globl dk8_34\n"
+    "dk8_34:\n"
+    "    cmpsq\n"
+    "    lea 58240(%r8), %rsi\n"
+    "    lea 2048+58240(%r8), %rdi\n"
+    "    mov $4, %ecx\n"
+    "    .globl dk1_35\n"
+    "dk1_35:\n"
+    "    repe cmpsb\n"
+    "    vpcmpeqd %xmm2, %xmm2, %xmm2\n"
+    "    lea 149760(%r8), %rax\n"
+    "    .globl dk4_36\n"
+    "dk4_36:\n"
+    "    vpgatherdd %xmm2, (%rax,%xmm5,1), %xmm0\n"
+    "    vzeroupper\n"
+    "    xor %edi, %edi\n"
+    "    llwpcb %rdi\n"
+    "    ret\n"
+    ".globl dme_kinds_end\n"
+    "dme_kinds_end:\n");
+
 asm(".text\n"
     ".globl dme_helpers\n"
     ".type dme_helpers, @function\n"
@@ -63,7 +286,8 @@ asm(".text\n"
     "    llwpcb %rdi\n"
     "    ret\n");
 
-#define RING_SIZE (128u << 10)  /* 4096 records: more than any chase makes */
+#define RING_SIZE (128u << 10)  /* 4096 records: more than any run makes */
+#define STACK_STEPS 64          /* dme_stack's: 512 loads, 2 MiB of stack */
 
 static void *cb, *ring;
 static FILE *dump;    /* argv[1]: every record, as LWP stored it */
@@ -108,27 +332,35 @@ static void *make_list(char *base, uint64_t stride, uint64_t count)
 }
 
 /*
- * Chase @n steps from @start with DME (interval @iv, and Instructions
- * Retired too if @ire) and Filters @filters; keep the records, and dump
- * them.
+ * Run @fn (dme_chase, dme_stack or kinds_run) @n steps from @start with
+ * DME (interval @iv, EventCounter @counter; and Instructions Retired too,
+ * at @iv, if @ire; and LWPVAL, at interval 0) and Filters @filters; keep
+ * the records, and dump them.
  * Returns how many were stored.
  */
-static unsigned chase(const char *name, void *start, uint64_t n, uint32_t iv,
-                      uint32_t filters, int ire)
+static unsigned run_lwp(const char *name,
+                        void (*fn)(void *, void *, uint64_t), void *start,
+                        uint64_t n, uint32_t iv, uint32_t counter,
+                        uint32_t filters, int ire)
 {
-    uint32_t flags = LWP_FEAT_DME | (ire ? LWP_FEAT_IRE : 0);
+    /*
+     * LWPVAL reads its operand only when it stores a record (5.3): at
+     * interval 0 it always does, before its DME record (choice 20)
+     */
+    uint32_t flags = LWP_FEAT_DME | LWP_FEAT_VAL | (ire ? LWP_FEAT_IRE : 0);
     unsigned k = 0;
 
     lwpcb_init(cb, ring, RING_SIZE, flags);
     wr32(cb, LWPCB_FILTERS, filters);
     wr32(cb, LWPCB_INTERVAL(LWP_EVENT_OFFSET, LWP_EVENT_ID_DME), iv);
-    wr32(cb, LWPCB_COUNTER(LWP_EVENT_OFFSET, LWP_EVENT_ID_DME), iv);
+    wr32(cb, LWPCB_COUNTER(LWP_EVENT_OFFSET, LWP_EVENT_ID_DME), counter);
     if (ire) {
         wr32(cb, LWPCB_INTERVAL(LWP_EVENT_OFFSET, LWP_EVENT_ID_IRE), iv);
         wr32(cb, LWPCB_COUNTER(LWP_EVENT_OFFSET, LWP_EVENT_ID_IRE), iv);
     }
-    dme_chase(cb, start, n);
-    printf("CHASE %s %" PRIu64 " %u 0x%x %d\n", name, n, iv, filters, ire);
+    fn(cb, start, n);
+    printf("CHASE %s %" PRIu64 " %u 0x%x %d %u\n", name, n, iv, filters, ire,
+           counter);
     for (uint32_t off = 0; off != rd32(cb, LWPCB_HEAD); off += LT_REC) {
         struct rec r = read_rec(ring, off);
         struct dme_rec *d = &recs[k++];
@@ -145,6 +377,21 @@ static unsigned chase(const char *name, void *start, uint64_t n, uint32_t iv,
     }
     printf("END %u\n", k);
     return k;
+}
+
+/* dme_kinds with its gather's indexes: 4 dwords, a line apart */
+static void kinds_run(void *cb, void *base, uint64_t n)
+{
+    static const uint32_t idx[4] = { 0, 64, 128, 192 };
+
+    (void)n;
+    dme_kinds(cb, base, idx);
+}
+
+static unsigned chase(const char *name, void *start, uint64_t n, uint32_t iv,
+                      uint32_t filters, int ire)
+{
+    return run_lwp(name, dme_chase, start, n, iv, iv, filters, ire);
 }
 
 /*
@@ -264,7 +511,91 @@ int main(int argc, char **argv)
     chase("l2-ire", l2, 16, 1, 0, 1);
 
     /*
-     * Last (dme-check.py models the chases only): loads made in helpers,
+     * The stack loads, at the minimum interval, 1 (choice 17): a record
+     * at every second miss, each naming the stack address read.  First
+     * from DRAM with EventCounter 0 (the 1st, 3rd, ... load of a step),
+     * then again from the same lines, which L2 keeps, with EventCounter 1
+     * (the 2nd, 4th, ...): each kind has records in one of the two.
+     */
+    {
+        char *stk = fixed_alloc(0x10010000000, 4 << 20);
+        char *top = stk + (4 << 20) - 4096;
+        /*
+         * Each step leaves RSP 24 bytes lower than its SUBs do (PUSH m
+         * -8, RET imm16 +8, ENTER -24), and ENTER loads 8 bytes below it
+         */
+        char *low = top - STACK_STEPS *
+                    (DME_STACK_LOADS * DME_STACK_STRIDE + 24) - 8;
+        unsigned bad = 0;
+
+        for (unsigned pass = 0; pass < 2; pass++) {
+            k = run_lwp(pass ? "stack-again" : "stack", dme_stack, top,
+                        STACK_STEPS, 1, pass, 0, 0);
+            for (unsigned i = 0; i < k; i++) {
+                bad += recs[i].id != LWP_EVENT_ID_DME ||
+                       recs[i].addr < (uintptr_t)low ||
+                       recs[i].addr >= (uintptr_t)top;
+            }
+            report(k == STACK_STEPS * DME_STACK_LOADS / 2 && !bad,
+                   "%s pass over %u stack lines: a record every second "
+                   "load (%u), each at a stack address (%u are not)",
+                   pass ? "second" : "first",
+                   STACK_STEPS * DME_STACK_LOADS, k, bad);
+        }
+    }
+
+    /*
+     * A load of each kind that generated code makes, interval 1, each
+     * from lines never loaded before, twice, on two copies of the lines:
+     * EventCounter 0, then 1.  Up to the first instruction with more
+     * than one miss (dme_kinds has them last: CMPS, the gather), the
+     * events of the two runs are the same, so an instruction with one
+     * miss has its record in one of them, and one with more in both:
+     * together, a record at every kind's instruction, at an address it
+     * read.
+     */
+    {
+        char *base[2] = { fixed_alloc(0x10018000000, 64 * 4096),
+                          fixed_alloc(0x1001c000000, 64 * 4096) };
+        uintptr_t ips[2 * DME_KINDS];
+        unsigned n = 0, bad = 0, kinds = 0;
+
+        for (unsigned run = 0; run < 2; run++) {
+            char *end = base[run] + (DME_KINDS + 1) * DME_STACK_STRIDE + 4096;
+
+            k = run_lwp(run ? "kinds-1" : "kinds", kinds_run, base[run], 1,
+                        1, run, 0, 0);
+            for (unsigned i = 0; i < k; i++) {
+                if (recs[i].id == LWP_EVENT_ID_VAL) {
+                    bad += recs[i].ip != (uintptr_t)dme_kinds_lwpval;
+                    continue;
+                }
+                bad += recs[i].id != LWP_EVENT_ID_DME ||
+                       recs[i].ip < (uintptr_t)dme_kinds ||
+                       recs[i].ip >= (uintptr_t)dme_kinds_end ||
+                       recs[i].addr < (uintptr_t)base[run] ||
+                       recs[i].addr >= (uintptr_t)end;
+                if (n < 2 * DME_KINDS) {
+                    ips[n++] = recs[i].ip;
+                }
+            }
+        }
+        for (unsigned i = 0; i < n; i++) {
+            unsigned j = 0;
+
+            while (j < i && ips[j] != ips[i]) {
+                j++;
+            }
+            kinds += j == i;
+        }
+        report(kinds == DME_KINDS && !bad,
+               "%u load kinds: records at %u different instructions, each "
+               "of dme_kinds at an address in the lines it loads (%u are "
+               "not)", DME_KINDS, kinds, bad);
+    }
+
+    /*
+     * Last (dme-check.py models the runs above only): loads made in helpers,
      * from lines never loaded before, so each comes from DRAM.  Interval
      * 1 from a counter of 0: the 1st, 3rd, ... event stores a record.
      * FXRSTOR's 512 bytes are one load (event 1: a record at its first

@@ -217,10 +217,13 @@ fi
 has lwp-trace && run_prog trace-check "trace-check max,+lwp" \
     python3 "$here/trace-check.py" "$qemu" max,+lwp "$out/lwp-trace"
 
-# a signal reaches a thread spinning in counted code (cpu_tb_win_rearm's
-# exit-request restore); a lost exit shows as late signals
+# a signal reaches a thread spinning in counted code; a lost exit shows
+# as late signals.  No TB's code, counting or not, writes the
+# exit-request word.
 has lwp-exits && run_prog lwp-exits "lwp-exits max,+lwp" \
     "$qemu" -cpu max,+lwp "$out/lwp-exits"
+has lwp-exits && run_prog exitreq "exitreq-check max,+lwp" \
+    python3 "$here/exitreq-check.py" "$qemu" max,+lwp "$out/lwp-exits"
 
 # The linux layer's lwp-linux (tests/linux/lwp-linux.c, built as
 # tests/linux/kernel.sh builds it): qemu-x86_64 gives programs the ABI of

@@ -344,29 +344,19 @@ uint32_t helper_lwp_tb_enter(CPUX86State *env, uint32_t n,
  * The window is given back (lwp_x86_commit) before the counters are used
  * again; until then they only have counts added, which the window never
  * misses: it is never above its counter's value.
- *
- * TBs that count in the exit check (translator_set_tb_win()) may undo an
- * exit request, which cpu_tb_win_rearm() restores, so the window must run
- * out: without Instructions Retired, its field counts instructions all
- * the same (env->lwp_win_ire = 0), and is not given back.
  */
 static void lwp_arm(CPUX86State *env)
 {
     LwpState *s = &env->lwp;
     uint32_t ire = 0, bre = 0;
 
-    env->lwp_win_ire = !!(env->hflags & HF_LWP_IRE_MASK);
-    if (env->lwp_win_ire) {
+    if (env->hflags & HF_LWP_IRE_MASK) {
         ire = MIN(MAX(s->counter[LWP_EVENT_ID_IRE], 0), LWP_WIN_IRE_MAX);
     }
     if (env->hflags & HF_LWP_BRE_MASK) {
         bre = MIN(MAX(s->counter[LWP_EVENT_ID_BRE], 0), LWP_WIN_BRE_MAX);
-        if (!env->lwp_win_ire) {
-            ire = LWP_WIN_IRE_MAX;
-        }
     }
-    env->lwp_win_armed = ire | bre << LWP_WIN_BRE_SHIFT;
-    cpu_tb_win_rearm(env_cpu(env), env->lwp_win_armed);
+    env->lwp_win = env->lwp_win_armed = ire | bre << LWP_WIN_BRE_SHIFT;
 }
 
 /*
@@ -520,7 +510,7 @@ static void lwp_commit_deferred(CPUX86State *env)
 void lwp_x86_commit_slow(CPUX86State *env)
 {
     lwp_win_used(env, env->lwp.counter);
-    env_cpu(env)->neg.tb_win = env->lwp_win_armed = 0;
+    env->lwp_win = env->lwp_win_armed = 0;
     if (env->lwp_defer) {
         lwp_commit_deferred(env);
     }
