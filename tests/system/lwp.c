@@ -22,6 +22,7 @@
 #include "lwp-migrate.h"
 #include "lwp-monitor.h"
 #include "lwp-tasks.h"
+#include "lwp-irq.h"
 #include "lwp-xsave.h"
 #include "lwp-smp.h"
 
@@ -36,10 +37,11 @@
 #define FAM15H_LWP_EDX      0x8000000f
 
 enum config { CONFIG_NOLWP, CONFIG_G4, CONFIG_G5, CONFIG_MAX, CONFIG_MIGRATE,
-             CONFIG_SMP, CONFIG_MONITOR, CONFIG_MONITOR_RUN };
+             CONFIG_SMP, CONFIG_MONITOR, CONFIG_MONITOR_RUN, CONFIG_IRQ };
 
 static const char *const config_names[] = {
     "nolwp", "g4", "g5", "max", "migrate", "smp", "monitor", "monitor-run",
+    "irq",
 };
 static enum config config;
 
@@ -536,6 +538,13 @@ int main(u32 magic, u32 mbi)
         /* -cpu max,+lwp: HMP "info lwp" in tests/migration/run.sh */
         return lwp_monitor_run_main();
     }
+    if (config == CONFIG_IRQ) {
+        /* -cpu max,+lwp: only the interrupt delays (exitreq-check.py) */
+        report_prefix_push(config_names[config]);
+        test_lwp_irq(true);
+        report_prefix_pop();
+        return report_summary();
+    }
     if (config == CONFIG_SMP) {
         /* -cpu max,+lwp -smp 4, MTTCG: tests/system/lwp-smp.c */
         report_prefix_push(config_names[config]);
@@ -559,6 +568,7 @@ int main(u32 magic, u32 mbi)
         test_lwp_user(edx);
     }
     test_lwp_events();
+    test_lwp_irq(config != CONFIG_NOLWP);
     if (config != CONFIG_NOLWP) {
         test_lwp_tasks();
         test_xsave_lwp();

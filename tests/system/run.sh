@@ -111,5 +111,22 @@ for c in "${configs[@]}"; do
     fi
 done
 
+# No TB's code writes the word that requests exits (interrupts), whether
+# it counts or not: the irq config (lwp-irq.c: a CPL3 loop under the
+# timer, with LWP off and counting) under -d op_opt
+echo "=== exitreq-check: tests.elf config=irq -cpu max,+lwp"
+out=$(timeout 120 python3 "$src/../user/exitreq-check.py" 1 "$qemu" \
+          "${firmware[@]}" -M pc -nographic -serial stdio -monitor none \
+          -device isa-debug-exit,iobase=0xf4,iosize=0x4 -accel tcg \
+          -no-reboot -cpu max,+lwp -kernel "$build/tests.elf" \
+          -append config=irq 2>&1)
+printf '%s\n' "$out"
+passed=$((passed + $(grep -c '^PASS: ' <<<"$out")))
+failed=$((failed + $(grep -c '^FAIL: ' <<<"$out")))
+if ! grep -q '^exitreq: ' <<<"$out"; then
+    echo "FAIL: exitreq-check ran to its summary line"
+    failed=$((failed + 1))
+fi
+
 echo "system: $passed passed, $failed failed"
 [ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]

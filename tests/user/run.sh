@@ -223,7 +223,7 @@ has lwp-trace && run_prog trace-check "trace-check max,+lwp" \
 has lwp-exits && run_prog lwp-exits "lwp-exits max,+lwp" \
     "$qemu" -cpu max,+lwp "$out/lwp-exits"
 has lwp-exits && run_prog exitreq "exitreq-check max,+lwp" \
-    python3 "$here/exitreq-check.py" "$qemu" max,+lwp "$out/lwp-exits"
+    python3 "$here/exitreq-check.py" 0 "$qemu" -cpu max,+lwp "$out/lwp-exits"
 
 # The linux layer's lwp-linux (tests/linux/lwp-linux.c, built as
 # tests/linux/kernel.sh builds it): qemu-x86_64 gives programs the ABI of
