@@ -135,9 +135,25 @@ workload_desc() {
         sed "s|\( bench/input-6m.tar\)\{2,\}| bench/input-6m.tar (x$GZIP_COPIES)|"
 }
 
-# Configurations: name, input size, emulator command line
-CONFIGS=(up off never irebre thread ire val dme bb insn cache off_small
-         min_small)
+# Configurations: name, input size, emulator command line.  BENCH_CONFIGS
+# (space-separated) measures only those; BEFORE=BINARY adds b_off,
+# b_irebre and b_dme: another build of ours (a copy of it, like ours),
+# LWP off, IRE+BRE and DME, to compare two versions in one run.
+ALL_CONFIGS=(up off never irebre thread ire val dme bb insn cache off_small
+             min_small)
+read -r -a CONFIGS <<<"${BENCH_CONFIGS:-${ALL_CONFIGS[*]}}"
+if [ -n "${BEFORE:-}" ]; then
+    cp "$BEFORE" "$B/qemu-x86_64-before.tmp"
+    mv -f "$B/qemu-x86_64-before.tmp" "$B/qemu-x86_64-before"
+    "$B/qemu-x86_64-before" -version >/dev/null || die "$BEFORE does not run"
+    CONFIGS+=(b_off b_irebre b_dme)
+fi
+for c in "${CONFIGS[@]}"; do
+    case " ${ALL_CONFIGS[*]} b_off b_irebre b_dme " in
+    *" $c "*) ;;
+    *) die "unknown configuration '$c'" ;;
+    esac
+done
 lwp_env() {
     QEMU+=(-E "LD_PRELOAD=$PRELOAD" -E "LWP_BENCH_EVENTS=$1"
            -E "LWP_BENCH_INTERVAL=$2" -E "LWP_BENCH_RING_KB=$RING_KB"
@@ -162,6 +178,10 @@ config_qemu() {
     min_small)
         QEMU=("$OURS" -cpu "$LWP_CPU,+lwp")
         lwp_env ire 0 "$2" ;;
+    b_off) QEMU=("$B/qemu-x86_64-before" -cpu max) ;;
+    b_irebre | b_dme)
+        QEMU=("$B/qemu-x86_64-before" -cpu "$LWP_CPU,+lwp")
+        lwp_env "$(sed 's/^b_//; s/irebre/ire+bre/' <<<"$1")" 99999 "$2" ;;
     bb | insn)
         QEMU=("$UP" -cpu max -plugin "$PLUGDIR/lib$1.so,inline=on"
               -d plugin -D "$2.plugin") ;;
@@ -202,7 +222,7 @@ run_one() {
         die "$w/$c run $rep: output differs from the native program's ($p.out)"
     fi
     case $c in
-    irebre | thread | ire | val | dme | min_small)
+    irebre | thread | ire | val | dme | min_small | b_irebre | b_dme)
         [ -s "$p.lwp" ] ||
             die "$w/$c run $rep: no lwp-preload report ($p.err)" ;;
     esac
@@ -302,12 +322,17 @@ rows = [
     ("cache", "upstream, libcache.so (its cache model)"),
     ("off_small", "ours `+lwp` never enabled, small input"),
     ("min_small", "ours, IRE minimum interval, small input"),
+    ("b_off", "before (BEFORE=), LWP off"),
+    ("b_irebre", "before, IRE+BRE interval 99,999"),
+    ("b_dme", "before, DME only, interval 99,999"),
 ]
 print("Medians: CPU seconds (user+sys) / wall seconds, and the spread "
       "(max-min)/median of the CPU times.\n")
 print("| configuration | " + " | ".join(wls) + " |")
 print("|---|" + "---:|" * len(wls))
 for c, name in rows:
+    if (wls[0], c) not in t:
+        continue
     cells = [f"{med(w, c):.3f} / {med(w, c, 1):.3f} (±{spread(w, c) / 2:.1f}%)"
              for w in wls]
     print(f"| {name} | " + " | ".join(cells) + " |")
@@ -329,8 +354,15 @@ ratios = [
     ("libinsn.so inline vs upstream", "insn", "up", "issue: ~+74% on gzip"),
     ("DME 99,999 vs ours LWP off", "dme", "off", "at most 4x (+300%)"),
     ("libcache.so vs upstream", "cache", "up", "issue: about 33x"),
+    ("before: LWP off vs upstream", "b_off", "up", ""),
+    ("before: IRE+BRE 99,999 vs its LWP off", "b_irebre", "b_off", ""),
+    ("before: DME 99,999 vs its LWP off", "b_dme", "b_off", ""),
+    ("IRE+BRE 99,999: ours vs before", "irebre", "b_irebre", ""),
+    ("DME 99,999: ours vs before", "dme", "b_dme", ""),
 ]
 for name, a, b, budget in ratios:
+    if (wls[0], a) not in t or (wls[0], b) not in t:
+        continue
     cells = [f"{pct(med(w, a), med(w, b))} [{paired(w, a, b)}] "
              f"({pct(med(w, a, 1), med(w, b, 1))})" for w in wls]
     print(f"| {name} | " + " | ".join(cells) + f" | {budget} |")
@@ -345,7 +377,9 @@ for w in wls:
                      ("thread", "IRE+BRE 99,999, thread"),
                      ("ire", "IRE 99,999"),
                      ("val", "VAL only"), ("dme", "DME 99,999"),
-                     ("min_small", "IRE minimum")):
+                     ("min_small", "IRE minimum"),
+                     ("b_irebre", "before, IRE+BRE 99,999"),
+                     ("b_dme", "before, DME 99,999")):
         r = lwp(w, c)
         if not r:
             continue
@@ -358,7 +392,7 @@ for w in wls:
         drains = statistics.median(int(x["drains"]) for x in r)
         flags = sorted({events(x["flags"]) for x in r})
         cost = "-"
-        if c == "min_small" and recs:
+        if c == "min_small" and recs and (w, "off_small") in t:
             cpu = (med(w, c) - med(w, "off_small")) / recs * 1e9
             wall = (med(w, c, 1) - med(w, "off_small", 1)) / recs * 1e9
             cost = f"{cpu:.0f} (wall {wall:.0f})"
@@ -366,8 +400,8 @@ for w in wls:
               f"| {recs:.0f} | {ev2:.0f} | {ev3:.0f} | {missed} "
               f"| {drains:.0f} | {cost} |")
         want = {"irebre": "IRE+BRE", "thread": "IRE+BRE", "ire": "IRE",
-                "val": "VAL", "dme": "DME",
-                "min_small": "IRE"}[c]
+                "val": "VAL", "dme": "DME", "min_small": "IRE",
+                "b_irebre": "IRE+BRE", "b_dme": "DME"}[c]
         if flags != [want]:
             warn.append(f"{w}, {label}: LLWPCB enabled {', '.join(flags)}, "
                         f"not {want} (try LWP_CPU=Opteron_G4)")

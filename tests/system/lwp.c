@@ -23,6 +23,7 @@
 #include "lwp-monitor.h"
 #include "lwp-tasks.h"
 #include "lwp-irq.h"
+#include "lwp-dme-loads.h"
 #include "lwp-xsave.h"
 #include "lwp-smp.h"
 
@@ -37,11 +38,12 @@
 #define FAM15H_LWP_EDX      0x8000000f
 
 enum config { CONFIG_NOLWP, CONFIG_G4, CONFIG_G5, CONFIG_MAX, CONFIG_MIGRATE,
-             CONFIG_SMP, CONFIG_MONITOR, CONFIG_MONITOR_RUN, CONFIG_IRQ };
+             CONFIG_SMP, CONFIG_MONITOR, CONFIG_MONITOR_RUN, CONFIG_IRQ,
+             CONFIG_DME };
 
 static const char *const config_names[] = {
     "nolwp", "g4", "g5", "max", "migrate", "smp", "monitor", "monitor-run",
-    "irq",
+    "irq", "dme",
 };
 static enum config config;
 
@@ -542,6 +544,13 @@ int main(u32 magic, u32 mbi)
         /* -cpu max,+lwp: only the interrupt delays (exitreq-check.py) */
         report_prefix_push(config_names[config]);
         test_lwp_irq(true);
+        report_prefix_pop();
+        return report_summary();
+    }
+    if (config == CONFIG_DME) {
+        /* -cpu max,+lwp: the DME records of tests/user/dme-check.py */
+        report_prefix_push(config_names[config]);
+        test_lwp_dme_loads();
         report_prefix_pop();
         return report_summary();
     }

@@ -111,22 +111,36 @@ for c in "${configs[@]}"; do
     fi
 done
 
+# checker SUMMARY-WORD TIMEOUT COMMAND...: run a checker script, show its
+# output and add up its PASS/FAIL lines; it must reach its summary line
+checker() {
+    local word=$1 out
+    shift
+    out=$(timeout "$@" 2>&1)
+    printf '%s\n' "$out"
+    passed=$((passed + $(grep -c '^PASS: ' <<<"$out")))
+    failed=$((failed + $(grep -c '^FAIL: ' <<<"$out")))
+    if ! grep -q "^$word: " <<<"$out"; then
+        echo "FAIL: $word check ran to its summary line"
+        failed=$((failed + 1))
+    fi
+}
+
 # No TB's code writes the word that requests exits (interrupts), whether
 # it counts or not: the irq config (lwp-irq.c: a CPL3 loop under the
 # timer, with LWP off and counting) under -d op_opt
 echo "=== exitreq-check: tests.elf config=irq -cpu max,+lwp"
-out=$(timeout 120 python3 "$src/../user/exitreq-check.py" 1 "$qemu" \
-          "${firmware[@]}" -M pc -nographic -serial stdio -monitor none \
-          -device isa-debug-exit,iobase=0xf4,iosize=0x4 -accel tcg \
-          -no-reboot -cpu max,+lwp -kernel "$build/tests.elf" \
-          -append config=irq 2>&1)
-printf '%s\n' "$out"
-passed=$((passed + $(grep -c '^PASS: ' <<<"$out")))
-failed=$((failed + $(grep -c '^FAIL: ' <<<"$out")))
-if ! grep -q '^exitreq: ' <<<"$out"; then
-    echo "FAIL: exitreq-check ran to its summary line"
-    failed=$((failed + 1))
-fi
+checker exitreq 120 python3 "$src/../user/exitreq-check.py" 1 "$qemu" \
+    "${firmware[@]}" -M pc -nographic -serial stdio -monitor none \
+    -device isa-debug-exit,iobase=0xf4,iosize=0x4 -accel tcg \
+    -no-reboot -cpu max,+lwp -kernel "$build/tests.elf" -append config=irq
+
+# The DCache Miss records of every kind of load at CPL3 (config=dme,
+# lwp-dme-loads.c) against the model fed the execlog trace of the boot
+execlog=${EXECLOG_PLUGIN:-$(dirname "$(readlink -f "$qemu")")/contrib/plugins/libexeclog.so}
+echo "=== dme-check --system: tests.elf config=dme -cpu max,+lwp"
+checker dme 300 python3 "$src/../user/dme-check.py" --system \
+    "$qemu" "$execlog" "$build/tests.elf" "${firmware[@]}"
 
 echo "system: $passed passed, $failed failed"
 [ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]

@@ -1,12 +1,18 @@
 #!/usr/bin/env python3
 # dme-check: DCache Miss records (EventId 4, spec 2.4) of lwp-dme under
-# qemu-x86_64 -cpu max,+lwp, checked against a model fed by tools nobody
-# here wrote.
+# qemu-x86_64 -cpu max,+lwp, or of the system test kernel's config=dme
+# (tests/system/lwp-dme-loads.c, the same routines at CPL3), checked
+# against a model fed by tools nobody here wrote.
 #
 #   dme-check.py QEMU LIBEXECLOG LWP_DME
+#   dme-check.py --system QEMU_SYSTEM LIBEXECLOG TESTS_ELF [QEMU_ARGS...]
 #
-# Runs LWP_DME twice: once plainly, once with upstream QEMU's execlog
-# plugin logging every instruction and its memory accesses.  The expected
+# Runs the test twice: once plainly, once with upstream QEMU's execlog
+# plugin logging every instruction and its memory accesses (in system
+# mode, those of the routines only, by address from GNU objdump, and the
+# addresses of loads are physical: the kernel maps itself 1:1).  The
+# records come from lwp-dme's dump file, or the kernel's REC lines.  The
+# expected
 # records come from:
 #   - the execlog trace: every instruction of dme_chase, dme_stack and
 #     dme_kinds (their ranges from GNU nm), in order, and the address of
@@ -66,8 +72,12 @@ def parse_output(text, dump):
     dump (Figure 2-5: bytes 0, 8-15, bits 31:29 and 28 of the first
     dword, 4-7, 16-23)"""
     chases = []
-    with open(dump, "rb") as fh:
-        data = fh.read()
+    if dump:
+        with open(dump, "rb") as fh:
+            data = fh.read()
+    else:
+        data = b"".join(bytes.fromhex(x.split()[1]) for x in text.splitlines()
+                        if x.startswith("REC "))
     pos = 0
     for line in text.splitlines():
         f = line.split()
@@ -124,7 +134,7 @@ def eligible(level, latency, filters):
 
 def expected(chases, runs, syms):
     """The records of each run, from the model fed its loads"""
-    load_pc, stack_lo = syms["dme_chase_load"], syms["dme_stack"]
+    load_pc, stack_lo = syms.get("dme_chase_load"), syms["dme_stack"]
     kinds_lo, lwpval = syms["dme_kinds"], syms["dme_kinds_lwpval"]
     # dme_kinds: the size of each labelled instruction's loads
     sizes = {a: int(m.group(1)) for m, a in
@@ -174,28 +184,75 @@ def expected(chases, runs, syms):
     return out
 
 
+def insn_addresses(prog, ranges):
+    """GNU objdump's address of every instruction in @ranges"""
+    out = subprocess.run(["objdump", "-d", prog], check=True,
+                         capture_output=True, text=True).stdout
+    addrs = []
+    for line in out.splitlines():
+        f = line.split(":\t", 1)
+        if len(f) == 2 and f[0].strip() and f[1].split("\t")[-1].strip():
+            try:
+                a = int(f[0].strip(), 16)
+            except ValueError:
+                continue
+            if any(lo <= a < hi for lo, hi in ranges):
+                addrs.append(a)
+    return addrs
+
+
+def run_both(cmd_plain, cmd_logged, status):
+    """Both runs; their records (the dump files in user mode, the REC
+    lines in system mode) must be the same"""
+    plain = subprocess.run(cmd_plain, capture_output=True, text=True,
+                           errors="replace", stdin=subprocess.DEVNULL)
+    logged = subprocess.run(cmd_logged, capture_output=True, text=True,
+                            errors="replace", stdin=subprocess.DEVNULL)
+    report(plain.returncode == status and logged.returncode == status,
+           "the test exits %d, with and without the execlog plugin (%d, %d)"
+           % (status, plain.returncode, logged.returncode))
+    return plain, logged
+
+
+def lines_of(text):
+    return [x for x in text.splitlines()
+            if x.startswith(("CHASE", "REC", "END", "PASS:", "FAIL:"))]
+
+
 def main():
-    qemu, plugin, prog = sys.argv[1:4]
-    cpu = ["-cpu", "max,+lwp"]
+    system = sys.argv[1] == "--system"
+    qemu, plugin, prog = sys.argv[1 + system:4 + system]
     syms = symbols(prog)
-    ranges = [(syms[f], syms[f + "_end"])
-              for f in ("dme_chase", "dme_stack", "dme_kinds")]
+    funcs = [f for f in ("dme_chase", "dme_stack", "dme_kinds") if f in syms]
+    ranges = [(syms[f], syms[f + "_end"]) for f in funcs]
     trace, d1, d2 = prog + ".execlog", prog + ".dump1", prog + ".dump2"
-    plain = subprocess.run([qemu] + cpu + [prog, d1], capture_output=True,
-                           text=True)
-    logged = subprocess.run([qemu] + cpu + ["-plugin", plugin, "-d", "plugin",
-                                            "-D", trace, prog, d2],
-                            capture_output=True, text=True)
-    report(plain.returncode == 0 and logged.returncode == 0,
-           "lwp-dme exits 0, with and without the execlog plugin")
-    with open(d1, "rb") as a, open(d2, "rb") as b:
-        same = a.read() == b.read()
-    report(same and plain.stdout == logged.stdout,
-           "the same records, byte for byte, in both runs (deterministic)")
+    if system:
+        # the test kernel (config=dme) under -cpu max,+lwp; execlog logs
+        # only the routines' instructions (the boot is millions more)
+        cmd = [qemu] + sys.argv[5:] + [
+            "-M", "pc", "-nographic", "-serial", "stdio", "-monitor", "none",
+            "-device", "isa-debug-exit,iobase=0xf4,iosize=0x4",
+            "-accel", "tcg", "-no-reboot", "-cpu", "max,+lwp",
+            "-kernel", prog, "-append", "config=dme"]
+        filt = ",".join("afilter=0x%x" % a
+                        for a in insn_addresses(prog, ranges))
+        plain, logged = run_both(cmd, cmd + [
+            "-plugin", plugin + "," + filt, "-d", "plugin", "-D", trace], 1)
+        same = lines_of(plain.stdout) == lines_of(logged.stdout)
+        dump = None
+    else:
+        cpu = [qemu, "-cpu", "max,+lwp"]
+        plain, logged = run_both(cpu + [prog, d1], cpu + [
+            "-plugin", plugin, "-d", "plugin", "-D", trace, prog, d2], 0)
+        with open(d1, "rb") as a, open(d2, "rb") as b:
+            same = a.read() == b.read() and plain.stdout == logged.stdout
+        dump = d2
+    report(same, "the same records, byte for byte, in both runs "
+           "(deterministic)")
     for line in plain.stdout.splitlines():
         if line.startswith(("PASS:", "FAIL:", "SKIP:")):
-            report(line.startswith("PASS:"), "lwp-dme: " + line[6:])
-    chases = parse_output(logged.stdout, d2)
+            report(line.startswith("PASS:"), "the test: " + line[6:])
+    chases = parse_output(logged.stdout, dump)
     runs = parse_trace(trace, ranges)
     if not report(len(runs) == len(chases) and len(chases) > 0,
                   "execlog saw every run (%d runs, %d printed)"
@@ -215,9 +272,12 @@ def main():
         else:
             report(True, "%s: %d records, each as the model gives it"
                    % (name, len(got)))
-    report(total > 5000, "the chases made %d records in all" % total)
+    least = 500 if system else 5000
+    report(total > least, "the runs made %d records in all (more than %d)"
+           % (total, least))
     for f in (trace, d1, d2):
-        os.unlink(f)
+        if os.path.exists(f):
+            os.unlink(f)
 
 
 main()

@@ -1,0 +1,127 @@
+/*
+ * DCache Misses (EventId 4, spec 2.4) of every kind of load that
+ * generated code makes, at CPL3 in system mode (config=dme): the
+ * routines of tests/user/lwp-dme-loads.c.inc, run as tests/user/lwp-dme.c
+ * runs them (the stack loads twice, EventCounter 0 then 1; each other
+ * kind twice, on two copies of its lines), each run's records printed on
+ * the serial line for tests/user/dme-check.py, which checks them against
+ * the model fed the execlog trace of the same boot (physical addresses,
+ * equal to linear ones under the identity map).
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#include "libcflat.h"
+#include "processor.h"
+#include "desc.h"
+#include "lwp-guest.h"
+#include "lwp-dme-loads.h"
+#include "../user/lwp-dme.h"
+#include "../user/lwp-dme-loads.c.inc"
+
+#define X86_CR0_MP          BIT(1)
+#define X86_CR0_EM          BIT(2)
+#define X86_CR0_TS          BIT(3)
+#define X86_CR4_OSFXSR      BIT(9)
+#define X86_CR4_OSXMMEXCPT  BIT(10)
+#define XSTATE_X87_SSE_AVX  0x7ul
+#define STACK_STEPS         64          /* as lwp-dme.c */
+#define STACK_BYTES         (4ul << 20)
+#define KINDS_BYTES         (64ul * 4096)
+#define RING_BYTES          (1024 * RECORD_SIZE)
+
+static struct lwpcb cb __attribute__((aligned(64)));
+static struct lwp_record ring[RING_BYTES / RECORD_SIZE]
+    __attribute__((aligned(4096)));
+static u8 stack_area[STACK_BYTES] __attribute__((aligned(4096)));
+static u8 kinds_area[2][KINDS_BYTES] __attribute__((aligned(4096)));
+static const u32 gather_idx[4] = { 0, 64, 128, 192 };
+
+struct dme_run {
+    void (*fn)(struct dme_run *r);
+    void *start;
+    u64 n;
+};
+
+static void stack_fn(struct dme_run *r)
+{
+    dme_stack(&cb, r->start, r->n);
+}
+
+static void kinds_fn(struct dme_run *r)
+{
+    dme_kinds(&cb, r->start, gather_idx);
+}
+
+static void run_user(void *arg)
+{
+    struct dme_run *r = arg;
+
+    r->fn(r);
+}
+
+/*
+ * One run at CPL3, DME at interval 1 from EventCounter @counter (and
+ * LWPVAL at interval 0, as lwp-dme.c); prints it as lwp-dme.c does, each
+ * record on a REC line.  Returns the number of records.
+ */
+static unsigned run(const char *name, struct dme_run *r, u32 counter)
+{
+    unsigned k;
+    int ret;
+
+    memset(&cb, 0, sizeof(cb));
+    memset(ring, 0, sizeof(ring));
+    cb.flags = LWP_DME | LWP_VAL;
+    cb.buffer_size = RING_BYTES;
+    cb.buffer_base = (uintptr_t)ring;
+    cb.event[EVENT_DME - 1].interval = 1;
+    cb.event[EVENT_DME - 1].counter = counter;
+    ret = run_in_user(run_user, r);
+    k = cb.head / RECORD_SIZE;
+    printf("CHASE %s %lu 1 0x0 0 %u\n", name, r->n, counter);
+    for (unsigned i = 0; i < k; i++) {
+        const u8 *b = (const u8 *)&ring[i];
+        char hex[2 * RECORD_SIZE + 1];
+
+        for (unsigned j = 0; j < RECORD_SIZE; j++) {
+            snprintf(hex + 2 * j, 3, "%02x", b[j]);
+        }
+        printf("REC %s\n", hex);
+    }
+    printf("END %u\n", k);
+    report(ret == 0 && cb.flags == (LWP_DME | LWP_VAL) && k > 0,
+           "%s: DME and LWPVAL enabled at CPL3, the routine returns, "
+           "records stored (Flags %x, returned %d, %u records)", name,
+           cb.flags, ret, k);
+    return k;
+}
+
+void test_lwp_dme_loads(void)
+{
+    u32 want = LWP_DME | LWP_VAL;
+    struct dme_run r;
+
+    report_prefix_push("DME loads");
+    if ((lwp_cpuid().d & want) != want || !enable_osxsave()) {
+        report_skip("DME or LWPVAL not available");
+        report_prefix_pop();
+        return;
+    }
+    /* SSE and AVX at CPL3: dme_kinds uses them */
+    write_cr0((read_cr0() & ~(X86_CR0_EM | X86_CR0_TS)) | X86_CR0_MP);
+    write_cr4(read_cr4() | X86_CR4_OSFXSR | X86_CR4_OSXMMEXCPT);
+    xsetbv_safe(0, XSTATE_X87_SSE_AVX | XSTATE_LWP);
+    wrmsr(MSR_LWP_CFG, want);
+
+    r = (struct dme_run){ stack_fn, stack_area + STACK_BYTES - 4096,
+                          STACK_STEPS };
+    run("stack", &r, 0);
+    run("stack-again", &r, 1);
+    r = (struct dme_run){ kinds_fn, kinds_area[0], 1 };
+    run("kinds", &r, 0);
+    r.start = kinds_area[1];
+    run("kinds-1", &r, 1);
+
+    wrmsr(MSR_LWP_CFG, 0);
+    report_prefix_pop();
+}
