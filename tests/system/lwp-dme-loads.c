@@ -18,12 +18,6 @@
 #include "../user/lwp-dme.h"
 #include "../user/lwp-dme-loads.c.inc"
 
-#define X86_CR0_MP          BIT(1)
-#define X86_CR0_EM          BIT(2)
-#define X86_CR0_TS          BIT(3)
-#define X86_CR4_OSFXSR      BIT(9)
-#define X86_CR4_OSXMMEXCPT  BIT(10)
-#define XSTATE_X87_SSE_AVX  0x7ul
 #define STACK_STEPS         64          /* as lwp-dme.c */
 #define STACK_BYTES         (4ul << 20)
 #define KINDS_BYTES         (64ul * 4096)
@@ -110,7 +104,7 @@ void test_lwp_dme_loads(void)
     /* SSE and AVX at CPL3: dme_kinds uses them */
     write_cr0((read_cr0() & ~(X86_CR0_EM | X86_CR0_TS)) | X86_CR0_MP);
     write_cr4(read_cr4() | X86_CR4_OSFXSR | X86_CR4_OSXMMEXCPT);
-    xsetbv_safe(0, XSTATE_X87_SSE_AVX | XSTATE_LWP);
+    xsetbv_safe(0, XSTATE_FP_SSE_AVX | XSTATE_LWP);
     wrmsr(MSR_LWP_CFG, want);
 
     r = (struct dme_run){ stack_fn, stack_area + STACK_BYTES - 4096,

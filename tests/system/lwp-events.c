@@ -37,7 +37,6 @@
 #include "lwp-guest.h"
 #include "lwp-events.h"
 
-#define XSTATE_FP_SSE_AVX   0x7ul
 #define CORE_ID             0x3d
 
 #define MSR_STAR            0xc0000081

@@ -20,6 +20,7 @@
 #define LWP_LEAF            0x8000001c
 #define CPUID_EXT3_LWP      BIT(15)             /* CPUID 0x80000001 ECX */
 #define XSTATE_LWP          BIT_ULL(62)
+#define XSTATE_FP_SSE_AVX   0x7ul               /* x87, SSE, AVX */
 
 /*
  * LWPCB.Flags, LWP_CFG bits 31:1 and CPUID 0x8000001C EAX/EDX (Figure

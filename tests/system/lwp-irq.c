@@ -25,11 +25,6 @@
 #include "lwp-guest.h"
 #include "lwp-irq.h"
 
-#define APIC_LVTT           0x320
-#define APIC_TMICT          0x380
-#define APIC_TDCR           0x3e0
-#define APIC_LVT_MASKED     BIT(16)
-#define APIC_TDCR_DIV1      0xb
 #define IRQ_VECTOR          0x6e
 /* one-shot, in APIC counts: QEMU's APIC counts at 1 GHz, so 20 us */
 #define IRQ_COUNT           20000
@@ -43,25 +38,27 @@
 #define HPET_ENABLE         BIT(0)
 
 #define RING_BYTES          (64 * RECORD_SIZE)
-#define XSTATE_X87_SSE      0x3ul
 
 static struct lwpcb cb __attribute__((aligned(64)));
 static struct lwp_record ring[RING_BYTES / RECORD_SIZE]
     __attribute__((aligned(4096)));
 
-static volatile u8 done;
-static volatile unsigned ticks;
+/* volatile: the timer handler writes them under the code that reads them */
+static volatile u8 done;                /* the last tick was taken */
+static volatile unsigned ticks;         /* ticks taken (volatile: above) */
 static u64 armed;                       /* HPET count when armed */
 static u64 hpet_fs;                     /* femtoseconds per HPET count */
 static long delay_ns[IRQ_TICKS];
 
 static u64 hpet_read(unsigned reg)
 {
+    /* MMIO: every access must reach the HPET */
     return *(volatile u64 *)(HPET_BASE + reg);
 }
 
 static void hpet_write(unsigned reg, u64 val)
 {
+    /* MMIO: every access must reach the HPET */
     *(volatile u64 *)(HPET_BASE + reg) = val;
 }
 
@@ -130,8 +127,8 @@ static void run(const char *what, struct lwpcb *c)
     report(ret == 0 && ticks == IRQ_TICKS && done,
            "%s: the CPL3 loop takes all %u timer interrupts and ends "
            "(returned %d, %u taken); delay in ns: median %ld, max %ld",
-           what, IRQ_TICKS, ret, ticks, delay_ns[IRQ_TICKS / 2],
-           delay_ns[IRQ_TICKS - 1]);
+           what, IRQ_TICKS, ret, ticks, ticks ? delay_ns[ticks / 2] : 0,
+           ticks ? delay_ns[ticks - 1] : 0);
 }
 
 void test_lwp_irq(bool lwp)
@@ -139,6 +136,7 @@ void test_lwp_irq(bool lwp)
     u32 want = LWP_IRE | LWP_BRE;
 
     report_prefix_push("interrupt delay");
+    /* COUNTER_CLK_PERIOD: at most 100 ns (10^8 fs) in an HPET */
     hpet_fs = hpet_read(HPET_CAP) >> 32;
     if (!hpet_fs || hpet_fs > 100000000) {
         report_skip("no HPET (counter period %lu fs)", hpet_fs);
@@ -150,7 +148,7 @@ void test_lwp_irq(bool lwp)
     handle_irq(IRQ_VECTOR, irq_handler);
     run("LWP off", NULL);
     if (lwp && (lwp_cpuid().d & want) == want && enable_osxsave()) {
-        xsetbv_safe(0, XSTATE_X87_SSE | XSTATE_LWP);
+        xsetbv_safe(0, XSTATE_FP_SSE_AVX | XSTATE_LWP);
         wrmsr(MSR_LWP_CFG, want);
         memset(&cb, 0, sizeof(cb));
         cb.flags = want;

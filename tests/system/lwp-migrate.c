@@ -49,7 +49,6 @@
 #include "lwp-guest.h"
 #include "lwp-migrate.h"
 
-#define XSTATE_FP_SSE_AVX   0x7ul
 #define CORE_ID             0x4d
 
 #define RING_RECORDS        64

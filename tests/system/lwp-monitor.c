@@ -40,7 +40,6 @@
 #include "lwp-guest.h"
 #include "lwp-monitor.h"
 
-#define XSTATE_FP_SSE_AVX   0x7ul
 #define RING_RECORDS        96
 #define MON_ITERS           1000
 

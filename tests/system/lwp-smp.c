@@ -44,7 +44,6 @@
 
 #define NR_CPUS             4
 #define STACK_SIZE          8192
-#define XSTATE_FP_SSE_AVX   0x7ul
 
 #define APIC_ID             0x20
 #define APIC_DM_INIT        0x500

@@ -50,16 +50,9 @@
 #include "lwp-guest.h"
 #include "lwp-tasks.h"
 
-#define XCR0_TASKS          (0x7ul | XSTATE_LWP)    /* x87, SSE, AVX, LWP */
+#define XCR0_TASKS          (XSTATE_FP_SSE_AVX | XSTATE_LWP)
 #define CORE_ID             0x7c
 
-/* Local APIC timer: LVT, initial count, divide configuration */
-#define APIC_LVTT           0x320
-#define APIC_TMICT          0x380
-#define APIC_TDCR           0x3e0
-#define APIC_LVT_MASKED     BIT(16)
-#define APIC_LVT_PERIODIC   BIT(17)
-#define APIC_TDCR_DIV1      0xb
 #define TIMER_VECTOR        0x6c
 /*
  * Timer period in APIC counts: QEMU's APIC counts at 1 GHz, so 50 us, a

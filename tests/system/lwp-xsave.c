@@ -31,7 +31,6 @@
 #include "lwp-guest.h"
 #include "lwp-xsave.h"
 
-#define XCR0_BASE           0x7ul       /* x87, SSE, AVX */
 #define CORE_ID             0x2c
 #define THR_VECTOR          0x5c        /* LWP_CFG[47:40] */
 
@@ -201,7 +200,7 @@ static bool has(u32 features)
 /* XCR0[62] and LWP_CFG = @features of EDX, CORE_ID, THR_VECTOR */
 static void lwp_config(u32 features)
 {
-    xsetbv_safe(0, XCR0_BASE | XSTATE_LWP);
+    xsetbv_safe(0, XSTATE_FP_SSE_AVX | XSTATE_LWP);
     wrmsr(MSR_LWP_CFG, (features & lwp_edx & ~1u) | LWP_CFG_COREID(CORE_ID) |
           LWP_CFG_VECTOR(THR_VECTOR));
 }
@@ -729,7 +728,7 @@ static void test_xrstor_rules(void)
     lwp_stop();
 
     /* 7.4: XSTATE_BV[62] = 1 while XCR0[62] = 0 */
-    xsetbv_safe(0, XCR0_BASE);
+    xsetbv_safe(0, XSTATE_FP_SSE_AVX);
     vec = xrstor_from(make_area(0, &in, XSTATE_LWP), ~0ul);
     report(vec == GP_VECTOR && exception_error_code == 0 && cbaddr() == 0,
            "XCR0 = 7, XRSTOR with XSTATE_BV[62] = 1 - expect #GP(0), LWP "
@@ -1053,7 +1052,7 @@ static void ctl_handler(struct ex_regs *regs)
         wrmsr(MSR_LWP_CBADDR, 0);
         break;
     case CTL_XSETBV:
-        xsetbv_safe(0, XCR0_BASE);
+        xsetbv_safe(0, XSTATE_FP_SSE_AVX);
         break;
     case CTL_TO_B:
         switch_to_b();
@@ -1107,12 +1106,13 @@ static void test_ctl(void)
     xcr0 = xgetbv(0);
     report_records("XSETBV clearing XCR0[62] in the INT n handler (4.1, "
                    "8.2.2)", ring, MAX_RECORDS, cb.head, &m);
-    xsetbv_safe(0, XCR0_BASE | XSTATE_LWP);
+    xsetbv_safe(0, XSTATE_FP_SSE_AVX | XSTATE_LWP);
     addr = cbaddr();
     ea = slwpcb_user();
-    report(xcr0 == XCR0_BASE && addr == 0 && ea == 0, "XCR0[62] cleared "
-           "while LWP was enabled, then set - expect LWP disabled: "
-           "LWP_CBADDR 0, SLWPCB at CPL3 0 (4.1) (got XCR0 %lx, %lx, %lx)",
+    report(xcr0 == XSTATE_FP_SSE_AVX && addr == 0 && ea == 0,
+           "XCR0[62] cleared while LWP was enabled, then set - expect "
+           "LWP disabled: LWP_CBADDR 0, SLWPCB at CPL3 0 (4.1) (got XCR0 "
+           "%lx, %lx, %lx)",
            xcr0, addr, ea);
     ret = run_in_user(xs_plain_user, &out);
     report_records("then CPL3 code", ring, MAX_RECORDS, cb.head, &m);

@@ -27,7 +27,6 @@
 #include "lwp-xsave.h"
 #include "lwp-smp.h"
 
-#define XSTATE_FP_SSE_AVX   0x7ul
 
 /* Written without #GP but read back as 0, as on the AMD FX-8150 */
 #define LWP_CFG_IGNORED     0xffff000000000001ul

@@ -15,8 +15,13 @@
 #include "desc.h"
 
 #define X86_CR0_PE          BIT(0)
+#define X86_CR0_MP          BIT(1)
+#define X86_CR0_EM          BIT(2)
+#define X86_CR0_TS          BIT(3)
 #define X86_CR0_PG          BIT(31)
 #define X86_CR4_PSE         BIT(4)
+#define X86_CR4_OSFXSR      BIT(9)
+#define X86_CR4_OSXMMEXCPT  BIT(10)
 #define X86_CR4_OSXSAVE     BIT(18)
 #define X86_FEATURE_XSAVE   BIT(26)     /* CPUID.1:ECX */
 
@@ -39,6 +44,13 @@
 #define APIC_DEST_SELF      (1u << 18)
 #define APIC_INT_ASSERT     BIT(14)
 #define APIC_DM_FIXED       0
+/* Local APIC timer: LVT, initial count, divide configuration */
+#define APIC_LVTT           0x320
+#define APIC_TMICT          0x380
+#define APIC_TDCR           0x3e0
+#define APIC_LVT_MASKED     BIT(16)
+#define APIC_LVT_PERIODIC   BIT(17)
+#define APIC_TDCR_DIV1      0xb
 
 struct cpuid {
     u32 a, b, c, d;
