@@ -78,7 +78,7 @@ expect "Opteron_G4 without lwp" "Opteron_G4" \
 # region) counts as one more failure.
 PCFLAGS=(-O1 -g -Wall -Wextra -Werror -static -mlwp -pthread -I"$top/include")
 progs=(xop-encoding lwp-insns lwp-faults lwp-threads lwp-ire lwp-int lwp-exits
-       lwp-sigabi lwp-flush lwp-dme lwp-trace)
+       lwp-sigabi lwp-flush lwp-dme lwp-trace lwp-profiles)
 built=()
 for p in "${progs[@]}"; do
     if gcc "${PCFLAGS[@]}" -o "$out/$p" "$here/$p.c"; then
@@ -177,6 +177,9 @@ if [ "${LWP_EVENTS_TESTS:-1}" = 1 ]; then
 fi
 has lwp-threads && run_prog lwp-threads "lwp-threads max,+lwp" \
     "$qemu" -cpu max,+lwp "$out/lwp-threads"
+# ten LWP profiles at once, more than the TB key has ids for (choice 56)
+has lwp-profiles && run_prog lwp-profiles "lwp-profiles max,+lwp" \
+    "$qemu" -cpu max,+lwp "$out/lwp-profiles"
 
 # the counters that SLWPCB, XSAVE, XSAVEOPT and LLWPCB store in the middle
 # of straight-line code are those after the instructions before them

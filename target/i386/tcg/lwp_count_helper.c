@@ -23,39 +23,39 @@
 #include "trace.h"
 
 /*
- * The events that a TB translated with @tb_flags and the LWP_TB_* bits
- * @clk counts per instruction, at its start: LWP_FEAT_IRE, _CNH, _RNH.
+ * The events that a TB translated with @tb_flags and the profile @prof
+ * counts per instruction, at its start: LWP_FEAT_IRE, _CNH, _RNH.
  */
-uint32_t lwp_tb_events(uint32_t tb_flags, uint32_t clk)
+uint32_t lwp_tb_events(uint32_t tb_flags, uint64_t prof)
 {
     uint32_t ev = 0;
 
     if ((tb_flags & HF_CPL_MASK) != 3) {
         return 0;
     }
-    if (tb_flags & HF_LWP_IRE_MASK) {
+    if (prof & X86_PROF_LWP_IRE) {
         ev |= LWP_FEAT_IRE;
     }
-    if (clk & LWP_TB_CNH) {
+    if (prof & X86_PROF_LWP_CNH) {
         ev |= LWP_FEAT_CNH;
     }
-    if (clk & LWP_TB_RNH) {
+    if (prof & X86_PROF_LWP_RNH) {
         ev |= LWP_FEAT_RNH;
     }
     return ev;
 }
 
 /*
- * Whether the instruction at @eip, in a TB translated with @tb_flags, is
+ * Whether the instruction at @eip, in a TB whose profile is @prof, is
  * eligible under the IP filter (the TB's instructions all are, or none
  * is: lwp_tb_eligible splits the others).
  */
-bool lwp_eligible_in(CPUX86State *env, uint32_t tb_flags,
+bool lwp_eligible_in(CPUX86State *env, uint64_t prof,
                      target_ulong eip)
 {
     LwpContext ctx;
 
-    if (!(tb_flags & HF_LWP_IPF_MASK)) {
+    if (!(prof & X86_PROF_LWP_IPF)) {
         return true;
     }
     lwp_x86_context(env, &ctx);
@@ -77,7 +77,7 @@ void lwp_add(LwpState *s, uint32_t ev, int32_t insns, int32_t clocks)
 }
 
 /*
- * @n instructions of a TB translated with @tb_flags and @clk, the first
+ * @n instructions of a TB translated with @tb_flags and @prof, the first
  * at @eip, were counted at its start but did not retire, nor did the near
  * branch of kind @branch_kind (LWP_BRANCH_*, or -1) that ends the TB:
  * give back their counts (@sign 1), or take them again (@sign -1), if the
@@ -85,15 +85,15 @@ void lwp_add(LwpState *s, uint32_t ev, int32_t insns, int32_t clocks)
  * TB counted the branch for Branches Retired at its start too.
  */
 static void lwp_recount_at(CPUX86State *env, uint32_t tb_flags,
-                           uint32_t clk, target_ulong eip, uint32_t n,
+                           uint64_t prof, target_ulong eip, uint32_t n,
                            int branch_kind, bool bre, int32_t sign)
 {
     LwpState *s = &env->lwp;
-    uint32_t ev = lwp_tb_events(tb_flags, clk) & s->flags;
+    uint32_t ev = lwp_tb_events(tb_flags, prof) & s->flags;
 
     bre = bre && branch_kind >= 0 && (s->flags & LWP_FEAT_BRE) &&
-          (tb_flags & HF_LWP_BRE_MASK) && (tb_flags & HF_CPL_MASK) == 3;
-    if (!s->cb_addr || (!ev && !bre) || !lwp_eligible_in(env, tb_flags, eip)) {
+          (prof & X86_PROF_LWP_BRE) && (tb_flags & HF_CPL_MASK) == 3;
+    if (!s->cb_addr || (!ev && !bre) || !lwp_eligible_in(env, prof, eip)) {
         return;
     }
     lwp_add(s, ev, sign * (int32_t)n,
@@ -105,10 +105,10 @@ static void lwp_recount_at(CPUX86State *env, uint32_t tb_flags,
 }
 
 static void lwp_unretire_at(CPUX86State *env, uint32_t tb_flags,
-                            uint32_t clk, target_ulong eip, uint32_t n,
+                            uint64_t prof, target_ulong eip, uint32_t n,
                             int branch_kind, bool bre)
 {
-    lwp_recount_at(env, tb_flags, clk, eip, n, branch_kind, bre, 1);
+    lwp_recount_at(env, tb_flags, prof, eip, n, branch_kind, bre, 1);
 }
 
 /*
@@ -119,7 +119,7 @@ static void lwp_unretire_at(CPUX86State *env, uint32_t tb_flags,
 static void lwp_recount_tb(CPUX86State *env, const TranslationBlock *tb,
                            target_ulong eip, uint64_t word, int32_t sign)
 {
-    lwp_recount_at(env, tb->flags, tb->cs_base >> LWP_TB_CS_SHIFT, eip,
+    lwp_recount_at(env, tb->flags, x86_tb_prof(tb), eip,
                    tb->icount - lwp_unwind_index(word),
                    lwp_unwind_branch(word),
                    !(tb_cflags(tb) & CF_COUNT_MASK), sign);
@@ -162,15 +162,15 @@ void lwp_x86_flush_recount(CPUX86State *env, uintptr_t ra, int32_t sign)
 
 /*
  * A far CALL or JMP at @eip, the last instruction of a TB translated with
- * @tb_flags and @clk, completed: when it left CPL 3 (a call gate to an
+ * @tb_flags and @prof, completed: when it left CPL 3 (a call gate to an
  * inner ring, a task switch), it did not retire at CPL 3 (choice 39).  It
  * is not a branch (choice 46).
  */
 void helper_lwp_far_transfer(CPUX86State *env, target_ulong eip,
-                             uint32_t tb_flags, uint32_t clk)
+                             uint32_t tb_flags, uint64_t prof)
 {
     if ((env->hflags & HF_CPL_MASK) != 3) {
-        lwp_unretire_at(env, tb_flags, clk, eip, 1, -1, false);
+        lwp_unretire_at(env, tb_flags, prof, eip, 1, -1, false);
         lwp_x86_commit(env);
     }
 }
@@ -182,7 +182,7 @@ void helper_lwp_far_transfer(CPUX86State *env, target_ulong eip,
  */
 void lwp_x86_uncount(CPUX86State *env)
 {
-    lwp_unretire_at(env, env->hflags, env->lwp_tb_clk, env->eip, 1, -1,
+    lwp_unretire_at(env, env->hflags, env->prof, env->eip, 1, -1,
                     false);
     lwp_x86_commit(env);
 }
@@ -242,14 +242,14 @@ static G_NORETURN void lwp_retranslate(CPUX86State *env, uint32_t cflags,
 /*
  * At a TB start, before anything of the TB ran: store the record the TB
  * before deferred.  If that left it pending, the TB is looked up again
- * with HF_LWP_SYNC.
+ * with X86_PROF_LWP_SYNC.
  */
 static void lwp_tb_commit(CPUX86State *env)
 {
-    uint32_t hflags = env->hflags;
+    uint64_t prof = env->prof;
 
     lwp_x86_commit(env);
-    if (env->hflags != hflags) {
+    if (env->prof != prof) {
         cpu_loop_exit_noexc(env_cpu(env));
     }
 }
@@ -264,7 +264,7 @@ static void lwp_tb_commit(CPUX86State *env)
 static void lwp_tb_sync(CPUX86State *env)
 {
     LwpState *s = &env->lwp;
-    uint32_t hflags = env->hflags;
+    uint64_t prof = env->prof;
     LwpContext ctx;
     LwpGlue g = { .env = env, .mmu_idx = lwp_mmu_index(env), .ra = 0 };
     LwpMem mem = { .ops = &lwp_mem_ops, .opaque = &g };
@@ -275,7 +275,7 @@ static void lwp_tb_sync(CPUX86State *env)
     }
     lwp_x86_context(env, &ctx);
     lwp_finish(&g, lwp_sync(s, &ctx, &mem, &res), &res);
-    if (env->hflags != hflags || res.interrupt) {
+    if (env->prof != prof || res.interrupt) {
         cpu_loop_exit_noexc(env_cpu(env));
     }
 }
@@ -288,7 +288,7 @@ static void lwp_tb_sync(CPUX86State *env)
 static bool lwp_tb_eligible(CPUX86State *env, target_ulong first,
                             target_ulong last, uint32_t cflags)
 {
-    if (!(env->hflags & HF_LWP_IPF_MASK)) {
+    if (!(env->prof & X86_PROF_LWP_IPF)) {
         return true;
     }
     switch (lwp_ip_range(&env->lwp, first, last)) {
@@ -327,7 +327,7 @@ uint32_t helper_lwp_tb_enter(CPUX86State *env, uint32_t n,
     if (!lwp_tb_eligible(env, first, last, cflags)) {
         return false;
     }
-    ev = lwp_tb_events(env->hflags, env->lwp_tb_clk);
+    ev = lwp_tb_events(env->hflags, env->prof);
     k = lwp_split_at(s, ev, n, br);
     if (k < n) {
         lwp_retranslate(env, cflags, k);
@@ -350,10 +350,10 @@ static void lwp_arm(CPUX86State *env)
     LwpState *s = &env->lwp;
     uint32_t ire = 0, bre = 0;
 
-    if (env->hflags & HF_LWP_IRE_MASK) {
+    if (env->prof & X86_PROF_LWP_IRE) {
         ire = MIN(MAX(s->counter[LWP_EVENT_ID_IRE], 0), LWP_WIN_IRE_MAX);
     }
-    if (env->hflags & HF_LWP_BRE_MASK) {
+    if (env->prof & X86_PROF_LWP_BRE) {
         bre = MIN(MAX(s->counter[LWP_EVENT_ID_BRE], 0), LWP_WIN_BRE_MAX);
     }
     env->lwp_win = env->lwp_win_armed = ire | bre << LWP_WIN_BRE_SHIFT;
@@ -365,10 +365,10 @@ static void lwp_arm(CPUX86State *env)
  */
 static uint32_t lwp_tb_bre(CPUX86State *env, int kind)
 {
-    if (kind < 0 || !(env->hflags & HF_LWP_BRE_MASK)) {
+    if (kind < 0 || !(env->prof & X86_PROF_LWP_BRE)) {
         return 0;
     }
-    return (env->hflags & HF_LWP_BRF_MASK) ? env->lwp_bre_counts[kind] : 1;
+    return (env->prof & X86_PROF_LWP_BRF) ? env->lwp_bre_counts[kind] : 1;
 }
 
 /* Count a normal TB of @n instructions, eligible, as its start does */
@@ -376,7 +376,7 @@ static void lwp_count_tb(CPUX86State *env, uint32_t n, int kind)
 {
     LwpState *s = &env->lwp;
 
-    lwp_add(s, lwp_tb_events(env->hflags, env->lwp_tb_clk), -(int32_t)n,
+    lwp_add(s, lwp_tb_events(env->hflags, env->prof), -(int32_t)n,
             -(int32_t)(n + (kind >= 0)));
     s->counter[LWP_EVENT_ID_BRE] -= lwp_tb_bre(env, kind);
 }
@@ -420,7 +420,7 @@ void helper_lwp_tb_slow(CPUX86State *env, uint32_t n, target_ulong first,
         }
         lwp_retranslate(env, cflags, n);
     }
-    ev = lwp_tb_events(env->hflags, env->lwp_tb_clk);
+    ev = lwp_tb_events(env->hflags, env->prof);
     k = lwp_split_at(s, ev, n, br);
     bre = lwp_tb_bre(env, kind);
     if (!resumes || (int64_t)s->counter[LWP_EVENT_ID_BRE] < bre) {
@@ -466,7 +466,7 @@ void lwp_store_due(CPUX86State *env, const LwpEventInfo *ev)
     LwpGlue g = { .env = env, .mmu_idx = lwp_mmu_index(env), .ra = 0 };
     LwpMem mem = { .ops = &lwp_mem_ops, .opaque = &g };
     LwpResult res;
-    uint32_t hflags = env->hflags;
+    uint64_t prof = env->prof;
 
     lwp_x86_context(env, &ctx);
     if (lwp_store_events(&env->lwp, &ctx, &mem, ev, ev->events, &res) ==
@@ -475,8 +475,8 @@ void lwp_store_due(CPUX86State *env, const LwpEventInfo *ev)
                         res.fault_len, res.fault_write);
     }
     /* a record left pending: the next TB, even chained, must sync first */
-    cpu_sync_lwp_hflag(env);
-    if (env->hflags != hflags) {
+    cpu_sync_prof(env);
+    if (env->prof != prof) {
         cpu_exit(env_cpu(env));
     }
     if (res.interrupt) {

@@ -74,7 +74,7 @@ static void lwp_dme_event(CPUX86State *env, LwpCacheResult r)
 /*
  * DCache Misses (spec 2.4, choice 55).  A load of @size bytes at the
  * linear address @addr, made by the current CPL 3 instruction of a TB
- * translated with LWP_TB_DME, completed: run it through the cache model.
+ * translated with X86_PROF_LWP_DME, completed: run it through the cache model.
  * A miss that is eligible (the IP filter, @elig; MinLatency and CLF,
  * Table 6-2) is an event, counted at once.  The event that takes the
  * counter below 0 gathers the record, which the instruction stores when
@@ -132,12 +132,12 @@ void lwp_x86_dme_load_slow(CPUX86State *env, target_ulong addr,
     bool elig = true;
 
     if (!tb || (tb->flags & HF_CPL_MASK) != 3 ||
-        !(tb->cs_base >> LWP_TB_CS_SHIFT & LWP_TB_DME)) {
+        !(x86_tb_prof(tb) & X86_PROF_LWP_DME)) {
         return;
     }
-    if (tb->flags & HF_LWP_IPF_MASK) {
+    if (x86_tb_prof(tb) & X86_PROF_LWP_IPF) {
         elig = cpu_unwind_state_data(env_cpu(env), ra, data) &&
-               lwp_eligible_in(env, tb->flags,
+               lwp_eligible_in(env, x86_tb_prof(tb),
                                x86_unwind_eip(env, tb, data[0]));
     }
     lwp_dme_count(env, addr, size, elig);

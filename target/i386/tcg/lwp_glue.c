@@ -224,7 +224,7 @@ void lwp_finish(LwpGlue *g, LwpStatus st, const LwpResult *res)
     CPUX86State *env = g->env;
 
     /* every LWP state change ends here: update what translation sees */
-    cpu_sync_lwp_hflag(env);
+    cpu_sync_prof(env);
     if (res->interrupt) {
         lwp_threshold_interrupt(env);
     }

@@ -29,8 +29,8 @@ void helper_llwpcb(CPUX86State *env, target_ulong ea)
     LwpResult res;
     LwpStatus st;
 
-    if (env->lwp.cb_addr && lwp_eligible_in(env, env->hflags, env->eip)) {
-        ev = lwp_tb_events(env->hflags, env->lwp_tb_clk) & env->lwp.flags;
+    if (env->lwp.cb_addr && lwp_eligible_in(env, env->prof, env->eip)) {
+        ev = lwp_tb_events(env->hflags, env->prof) & env->lwp.flags;
     }
     lwp_begin(env, &ctx, &g, &mem, GETPC());
     /* LLWPCB is counted by neither LWP (choice 39); a fault unwinds it */

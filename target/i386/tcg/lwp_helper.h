@@ -24,8 +24,8 @@ void lwp_threshold_interrupt(CPUX86State *env);
 void lwp_finish(LwpGlue *g, LwpStatus st, const LwpResult *res);
 
 /* lwp_count_helper.c */
-uint32_t lwp_tb_events(uint32_t tb_flags, uint32_t clk);
-bool lwp_eligible_in(CPUX86State *env, uint32_t tb_flags,
+uint32_t lwp_tb_events(uint32_t tb_flags, uint64_t prof);
+bool lwp_eligible_in(CPUX86State *env, uint64_t prof,
                      target_ulong eip);
 void lwp_add(LwpState *s, uint32_t ev, int32_t insns, int32_t clocks);
 void lwp_store_due(CPUX86State *env, const LwpEventInfo *ev);
