@@ -137,8 +137,9 @@ workload_desc() {
 
 # Configurations: name, input size, emulator command line.  BENCH_CONFIGS
 # (space-separated) measures only those; BEFORE=BINARY adds b_off,
-# b_irebre and b_dme: another build of ours (a copy of it, like ours),
-# LWP off, IRE+BRE and DME, to compare two versions in one run.
+# b_irebre, b_dme, b_off_small and b_min_small: another build of ours (a
+# copy of it, like ours), LWP off, IRE+BRE, DME, and the record cost at
+# the minimum interval, to compare two versions in one run.
 ALL_CONFIGS=(up off never irebre thread ire val dme bb insn cache off_small
              min_small)
 read -r -a CONFIGS <<<"${BENCH_CONFIGS:-${ALL_CONFIGS[*]}}"
@@ -146,10 +147,10 @@ if [ -n "${BEFORE:-}" ]; then
     cp "$BEFORE" "$B/qemu-x86_64-before.tmp"
     mv -f "$B/qemu-x86_64-before.tmp" "$B/qemu-x86_64-before"
     "$B/qemu-x86_64-before" -version >/dev/null || die "$BEFORE does not run"
-    CONFIGS+=(b_off b_irebre b_dme)
+    CONFIGS+=(b_off b_irebre b_dme b_off_small b_min_small)
 fi
 for c in "${CONFIGS[@]}"; do
-    case " ${ALL_CONFIGS[*]} b_off b_irebre b_dme " in
+    case " ${ALL_CONFIGS[*]} b_off b_irebre b_dme b_off_small b_min_small " in
     *" $c "*) ;;
     *) die "unknown configuration '$c'" ;;
     esac
@@ -179,6 +180,10 @@ config_qemu() {
         QEMU=("$OURS" -cpu "$LWP_CPU,+lwp")
         lwp_env ire 0 "$2" ;;
     b_off) QEMU=("$B/qemu-x86_64-before" -cpu max) ;;
+    b_off_small) QEMU=("$B/qemu-x86_64-before" -cpu "$LWP_CPU,+lwp") ;;
+    b_min_small)
+        QEMU=("$B/qemu-x86_64-before" -cpu "$LWP_CPU,+lwp")
+        lwp_env ire 0 "$2" ;;
     b_irebre | b_dme)
         QEMU=("$B/qemu-x86_64-before" -cpu "$LWP_CPU,+lwp")
         lwp_env "$(sed 's/^b_//; s/irebre/ire+bre/' <<<"$1")" 99999 "$2" ;;
@@ -222,7 +227,7 @@ run_one() {
         die "$w/$c run $rep: output differs from the native program's ($p.out)"
     fi
     case $c in
-    irebre | thread | ire | val | dme | min_small | b_irebre | b_dme)
+    irebre | thread | ire | val | dme | min_small | b_irebre | b_dme | b_min_small)
         [ -s "$p.lwp" ] ||
             die "$w/$c run $rep: no lwp-preload report ($p.err)" ;;
     esac
@@ -325,6 +330,8 @@ rows = [
     ("b_off", "before (BEFORE=), LWP off"),
     ("b_irebre", "before, IRE+BRE interval 99,999"),
     ("b_dme", "before, DME only, interval 99,999"),
+    ("b_off_small", "before, `+lwp` never enabled, small input"),
+    ("b_min_small", "before, IRE minimum interval, small input"),
 ]
 print("Medians: CPU seconds (user+sys) / wall seconds, and the spread "
       "(max-min)/median of the CPU times.\n")
@@ -379,7 +386,8 @@ for w in wls:
                      ("val", "VAL only"), ("dme", "DME 99,999"),
                      ("min_small", "IRE minimum"),
                      ("b_irebre", "before, IRE+BRE 99,999"),
-                     ("b_dme", "before, DME 99,999")):
+                     ("b_dme", "before, DME 99,999"),
+                     ("b_min_small", "before, IRE minimum")):
         r = lwp(w, c)
         if not r:
             continue
@@ -392,16 +400,18 @@ for w in wls:
         drains = statistics.median(int(x["drains"]) for x in r)
         flags = sorted({events(x["flags"]) for x in r})
         cost = "-"
-        if c == "min_small" and recs and (w, "off_small") in t:
-            cpu = (med(w, c) - med(w, "off_small")) / recs * 1e9
-            wall = (med(w, c, 1) - med(w, "off_small", 1)) / recs * 1e9
+        base = {"min_small": "off_small", "b_min_small": "b_off_small"}.get(c)
+        if base and recs and (w, base) in t:
+            cpu = (med(w, c) - med(w, base)) / recs * 1e9
+            wall = (med(w, c, 1) - med(w, base, 1)) / recs * 1e9
             cost = f"{cpu:.0f} (wall {wall:.0f})"
         print(f"| {w}, {label} | {', '.join(flags)} | {', '.join(iv)} "
               f"| {recs:.0f} | {ev2:.0f} | {ev3:.0f} | {missed} "
               f"| {drains:.0f} | {cost} |")
         want = {"irebre": "IRE+BRE", "thread": "IRE+BRE", "ire": "IRE",
                 "val": "VAL", "dme": "DME", "min_small": "IRE",
-                "b_irebre": "IRE+BRE", "b_dme": "DME"}[c]
+                "b_irebre": "IRE+BRE", "b_dme": "DME",
+                "b_min_small": "IRE"}[c]
         if flags != [want]:
             warn.append(f"{w}, {label}: LLWPCB enabled {', '.join(flags)}, "
                         f"not {want} (try LWP_CPU=Opteron_G4)")

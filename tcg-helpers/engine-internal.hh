@@ -17,7 +17,7 @@ namespace lwp
 constexpr uint32_t kRec = LWP_EVENT_RECORD_SIZE;
 constexpr uint32_t kEventMask = LWP_FEAT_EVENTS_MASK;
 constexpr uint32_t kMaxCbSize = LWP_EVENT_OFFSET + 8 * LWP_NUM_EVENTS;
-constexpr int32_t kCounterFloor = -(int32_t{1} << 30);
+constexpr int32_t kCounterFloor = LWP_ENGINE_COUNTER_FLOOR;
 
 constexpr uint32_t bit(unsigned event)
 {

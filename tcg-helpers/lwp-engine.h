@@ -65,6 +65,12 @@ LwpStatus lwp_cbaddr_write(uint64_t value);
 #define LWP_ENGINE_MIN_INTERVAL 1
 
 /*
+ * How far below 0 a counter goes: events past it are not counted (a
+ * record is due long before; the glue's DME counting stops there too)
+ */
+#define LWP_ENGINE_COUNTER_FLOOR (-(1 << 30))
+
+/*
  * Per-thread LWP state.  It is a plain struct so that the glue can embed
  * it in the CPU state, migrate it field by field and let generated code
  * decrement counter[]; everything else is written only by the engine.

@@ -59,8 +59,7 @@ static void lwp_dme_event(CPUX86State *env, LwpCacheResult r)
             return;
         }
     }
-    /* at most as far below 0 as the engine lets a counter go */
-    if (*counter > -(1 << 30)) {
+    if (*counter > LWP_ENGINE_COUNTER_FLOOR) {
         --*counter;
     }
     if (*counter < 0 && !env->lwp_dme_due) {

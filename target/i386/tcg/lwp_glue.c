@@ -78,12 +78,34 @@ static bool lwp_access(LwpGlue *g, uint64_t addr, uint8_t *buf,
 
     while (len) {
         uint32_t plen = MIN(len, -(addr | TARGET_PAGE_MASK));
+        vaddr page = addr & TARGET_PAGE_MASK;
         void *host;
-        int flags = probe_access_flags(env, addr, plen, type, g->mmu_idx,
-                                       true, &host, g->ra);
+        int flags, k;
 
+        for (k = 0; type == MMU_DATA_STORE && k < ARRAY_SIZE(g->probed_host);
+             k++) {
+            if (g->probed_host[k] && g->probed_page[k] == page) {
+                break;
+            }
+        }
+        if (type == MMU_DATA_STORE && k < ARRAY_SIZE(g->probed_host)) {
+            if (buf) {
+                lwp_host_copy(g->probed_host[k] + (addr - page), buf, plen,
+                              type);
+            }
+            goto next;
+        }
+        flags = probe_access_flags(env, addr, plen, type, g->mmu_idx, true,
+                                   &host, g->ra);
         if (flags & TLB_INVALID_MASK) {
             return false;
+        }
+        if (type == MMU_DATA_STORE && host && !flags) {
+            /* the older entry makes room */
+            g->probed_host[1] = g->probed_host[0];
+            g->probed_page[1] = g->probed_page[0];
+            g->probed_host[0] = host - (addr - page);
+            g->probed_page[0] = page;
         }
         if (buf && host && !flags) {
             lwp_host_copy(host, buf, plen, type);
@@ -99,6 +121,7 @@ static bool lwp_access(LwpGlue *g, uint64_t addr, uint8_t *buf,
                 }
             }
         }
+    next:
         addr += plen;
         len -= plen;
         if (buf) {
@@ -182,6 +205,7 @@ void lwp_begin(CPUX86State *env, LwpContext *ctx, LwpGlue *g,
     g->env = env;
     g->mmu_idx = lwp_mmu_index(env);
     g->ra = ra;
+    g->probed_host[0] = g->probed_host[1] = NULL;
     mem->ops = &lwp_mem_ops;
     mem->opaque = g;
 }

@@ -14,6 +14,13 @@ typedef struct LwpGlue {
     CPUX86State *env;
     int mmu_idx;
     uintptr_t ra;
+    /*
+     * RAM pages that a probe for writing found in this operation (a record
+     * and the head): its writes, which come after it with no guest code in
+     * between, do not look them up again.  NULL: none.
+     */
+    void *probed_host[2];
+    vaddr probed_page[2];
 } LwpGlue;
 
 int lwp_mmu_index(CPUX86State *env);
