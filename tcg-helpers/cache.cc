@@ -11,11 +11,6 @@
 #include <new>
 #include <utility>
 
-// The C interface's handle: one model per vCPU
-struct LwpCache {
-    lwp::CacheModel model;
-};
-
 namespace lwp
 {
 namespace
@@ -474,11 +469,6 @@ void lwp_cache_free(LwpCache *c)
         c->~LwpCache();
         std::free(c);
     }
-}
-
-bool lwp_cache_configure(LwpCache *c, const LwpCacheConfig *cfg)
-{
-    return c->model.configure(*cfg);
 }
 
 LwpCacheResult lwp_cache_load(LwpCache *c, uint64_t addr, uint32_t size)

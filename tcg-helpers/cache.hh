@@ -354,4 +354,9 @@ bool cache_config_valid(const LwpCacheConfig &cfg);
 
 } // namespace lwp
 
+// The C interface's handle: one model per vCPU
+struct LwpCache {
+    lwp::CacheModel model;
+};
+
 #endif // LWP_CACHE_HH

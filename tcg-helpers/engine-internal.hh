@@ -164,6 +164,8 @@ LwpStatus sync(LwpState *s, const LwpContext *ctx, const LwpMem *mem,
                LwpResult *res);
 LwpStatus store_record(LwpState *s, const LwpContext *ctx, const LwpMem *mem,
                        const uint8_t *rec, LwpResult *res);
+LwpStatus store_due(LwpState *s, const LwpContext *ctx, const LwpMem *mem,
+                    const LwpEventInfo *info, uint32_t events, LwpResult *res);
 void reset_counter(LwpState *s, unsigned event);
 void record_header(uint8_t *rec, unsigned event, const LwpContext *ctx,
                    uint64_t ip);

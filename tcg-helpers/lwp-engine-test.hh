@@ -1,5 +1,7 @@
 // qemu-lwp engine: what the engine's tests, fuzzer, benchmarks and tools
-// use beyond the API QEMU uses (lwp-engine.h).  QEMU never calls these.
+// use beyond the API QEMU uses (lwp-engine.h).  QEMU never calls these:
+// reference.cc, which QEMU does not link, defines all but
+// lwp_next_interval.
 //
 // Copyright (c) 2026 qemu-lwp contributors
 // SPDX-License-Identifier: GPL-2.0-or-later
