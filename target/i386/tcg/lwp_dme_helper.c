@@ -128,16 +128,19 @@ void lwp_x86_dme_load_slow(CPUX86State *env, target_ulong addr,
 {
     TranslationBlock *tb = tcg_tb_lookup(ra);
     uint64_t data[TARGET_INSN_START_WORDS];
+    uint64_t prof;
     bool elig = true;
 
-    if (!tb || (tb->flags & HF_CPL_MASK) != 3 ||
-        !(x86_tb_prof(tb) & X86_PROF_LWP_DME)) {
+    if (!tb || (tb->flags & HF_CPL_MASK) != 3) {
         return;
     }
-    if (x86_tb_prof(tb) & X86_PROF_LWP_IPF) {
+    prof = x86_tb_prof(tb);
+    if (!(prof & X86_PROF_LWP_DME)) {
+        return;
+    }
+    if (prof & X86_PROF_LWP_IPF) {
         elig = cpu_unwind_state_data(env_cpu(env), ra, data) &&
-               lwp_eligible_in(env, x86_tb_prof(tb),
-                               x86_unwind_eip(env, tb, data[0]));
+               lwp_eligible_in(env, prof, x86_unwind_eip(env, tb, data[0]));
     }
     lwp_dme_count(env, addr, size, elig);
 }

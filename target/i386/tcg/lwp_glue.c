@@ -67,6 +67,17 @@ static void lwp_host_copy(void *host, uint8_t *buf, uint32_t len,
     }
 }
 
+/* The host address of @page if this operation probed it for writing */
+static void *lwp_probed(LwpGlue *g, vaddr page)
+{
+    for (int i = 0; i < ARRAY_SIZE(g->probed_host); i++) {
+        if (g->probed_host[i] && g->probed_page[i] == page) {
+            return g->probed_host[i];
+        }
+    }
+    return NULL;
+}
+
 /*
  * Probe [addr, addr + len) page by page without faulting; with @buf, also
  * copy to or from it.
@@ -79,19 +90,12 @@ static bool lwp_access(LwpGlue *g, uint64_t addr, uint8_t *buf,
     while (len) {
         uint32_t plen = MIN(len, -(addr | TARGET_PAGE_MASK));
         vaddr page = addr & TARGET_PAGE_MASK;
-        void *host;
-        int flags, k;
+        void *host = type == MMU_DATA_STORE ? lwp_probed(g, page) : NULL;
+        int flags;
 
-        for (k = 0; type == MMU_DATA_STORE && k < ARRAY_SIZE(g->probed_host);
-             k++) {
-            if (g->probed_host[k] && g->probed_page[k] == page) {
-                break;
-            }
-        }
-        if (type == MMU_DATA_STORE && k < ARRAY_SIZE(g->probed_host)) {
+        if (host) {
             if (buf) {
-                lwp_host_copy(g->probed_host[k] + (addr - page), buf, plen,
-                              type);
+                lwp_host_copy(host + (addr - page), buf, plen, type);
             }
             goto next;
         }
