@@ -66,7 +66,9 @@ for c in "${configs[@]}"; do
         trace=(-d trace:lwp_wrmsr_cfg,trace:lwp_wrmsr_cbaddr -D "$log")
     fi
     echo "=== $boot -cpu $cpu${machine:+ $machine}"
-    out=$(timeout 60 "$qemu" "${firmware[@]}" -M pc -nographic \
+    # a guard against hangs, not a time limit: config=max took 7.5 s to
+    # 111 s of wall time in three runs of one build on one machine
+    out=$(timeout 300 "$qemu" "${firmware[@]}" -M pc -nographic \
               -serial stdio -monitor none \
               -device isa-debug-exit,iobase=0xf4,iosize=0x4 \
               "${accel[@]}" -no-reboot -cpu "$cpu" "${trace[@]}" \
@@ -99,7 +101,7 @@ for c in "${configs[@]}"; do
     # isa-debug-exit: exit(0) gives status 1, exit(1) gives status 3
     if [ "$fail" -eq 0 ]; then want=1; else want=3; fi
     if [ $status -eq 124 ]; then
-        echo "BOOT FAILED: $boot timed out after 60 s"
+        echo "BOOT FAILED: $boot timed out after 300 s"
         failed=$((failed + 1))
     elif ! grep -q '^SUMMARY: ' <<<"$out"; then
         echo "BOOT FAILED: $boot printed no SUMMARY" \
