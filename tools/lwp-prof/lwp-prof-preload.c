@@ -404,6 +404,7 @@ static const char *thread_start(struct thr *t)
     void *old = slwpcb();
     struct lwpprof_thread rec = { 0 };
     struct iovec v = { &rec, sizeof(rec) };
+    const char *why = NULL;
     uint32_t flags;
 
     t->tid = gettid_();
@@ -427,22 +428,33 @@ static const char *thread_start(struct thr *t)
             cb_write32(t, LWPCB_COUNTER(g.event_offset, id), g.interval[id]);
         }
     }
+    /*
+     * The threshold signal can come before this function returns (a small
+     * ring fills during the lazy binding of what follows): the handler
+     * must find the thread's ring from the start.  A signal it ignored
+     * would be the last: a full ring does not advance its head, and LWP
+     * interrupts only when the head advances (spec 5.3, Table 6-1).
+     */
+    self = t;
+    __atomic_store_n(&t->active, 1, __ATOMIC_RELEASE);
     llwpcb(t->cb);
-    if (slwpcb() != t->cb) {
-        return "LLWPCB did not enable LWP";
-    }
     flags = cb_read32(t, LWPCB_FLAGS);
-    if (!(flags & LWP_FEAT_INT) || !(flags & LWP_FEAT_EVENTS_MASK)) {
-        llwpcb(NULL);
-        return "LLWPCB did not enable the events or the threshold interrupt";
+    if (slwpcb() != t->cb) {
+        why = "LLWPCB did not enable LWP";
+    } else if (!(flags & LWP_FEAT_INT) || !(flags & LWP_FEAT_EVENTS_MASK)) {
+        why = "LLWPCB did not enable the events or the threshold interrupt";
     }
-    t->active = 1;
+    if (why) {
+        llwpcb(NULL);
+        __atomic_store_n(&t->active, 0, __ATOMIC_RELEASE);
+        self = NULL;
+        return why;
+    }
     __atomic_add_fetch(&g.threads, 1, __ATOMIC_RELAXED);
     pthread_mutex_lock(&g.lock);
     t->next = g.all;
     g.all = t;
     pthread_mutex_unlock(&g.lock);
-    self = t;
     pthread_setspecific(g.key, t);
     rec.tid = t->tid;
     rec.seq = t->seq;

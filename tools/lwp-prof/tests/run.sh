@@ -6,8 +6,8 @@
 #
 # Builds lwp-prof in build/lwp-prof, the test program prof-work.c and the
 # TCG plugin insn-count.c, then checks that Instructions Retired samples
-# per function equal the plugin's count of the same run divided by the
-# interval, within one sample; that two runs give the same report; that
+# per function equal the plugin's count of the same run divided by N+1
+# at interval N, within one sample (also with a ring of 4 KiB); that two runs give the same report; that
 # every thread of a threaded program is sampled; that the speedscope file
 # is valid; that bad input gets a clear error; that a program's own
 # SIGIO handler and its own LWPCB are reported; and that DCache Misses
@@ -67,18 +67,21 @@ insns() { # COUNTS FUNCTION
     awk -v lo=$((16#$lo)) -v size=$((16#$size)) \
         'BEGIN {n = 0} {if ($1 >= lo && $1 < lo + size) n += $2} END {print n}' "$1"
 }
-exact() { # TAG REPORT COUNTS: each work_ function's samples against the plugin
-    local tag=$1 rep=$2 counts=$3 f n s want iters
+# A record covers N+1 events at interval N: the counter starts at N and a
+# record is due when it goes negative (spec 1.1, "Count" and "Reset")
+exact() { # TAG REPORT COUNTS [N]: each work_ function's samples against the plugin
+    local tag=$1 rep=$2 counts=$3 iv=${4:-$I} f n s want iters per
+    per=$((iv + 1))
     for f in work_a work_b work_c; do
         n=$(insns "$counts" $f)
         s=$(samples "$rep" $f)
         case $f in work_a) iters=1000000 ;; work_b) iters=3000000 ;; work_c) iters=1500000 ;; esac
         want=$((2 * iters + 2))  # by hand: mov, iters x (dec, jnz), ret
         if [ "$n" = "$want" ] && [ -n "$s" ] &&
-           [ $((s * I - n)) -le $I ] && [ $((n - s * I)) -le $I ]; then
-            ok "$tag: $f: $s samples, plugin counted $n instructions (interval $I)"
+           [ $((s * per - n)) -le $per ] && [ $((n - s * per)) -le $per ]; then
+            ok "$tag: $f: $s samples, plugin counted $n instructions (interval $iv: one per $per)"
         else
-            nok "$tag: $f: ${s:-no} samples, plugin counted $n instructions, by hand $want (interval $I)"
+            nok "$tag: $f: ${s:-no} samples, plugin counted $n instructions, by hand $want (interval $iv: one per $per)"
         fi
     done
 }
@@ -100,6 +103,19 @@ n=$(grep -cE '^    thread [0-9]+ \(tid [0-9]+\): ire [1-9]' "$OUT/thr.report")
 check "threads: all 3 threads have Instructions Retired samples ($n)" test "$n" = 3
 check "threads: branch statistics name the loops" \
     grep -qE '^ +[0-9]+ +[0-9.]+% +100\.0%  work_b\+0x7 +work_b\+0x5' "$OUT/thr.report"
+
+# --- a ring of 4 KiB (127 records) at interval 10: the threshold signals
+# that come while the preload library is still setting up the main thread
+# must drain it.  One that is ignored leaves the ring to fill, and a full
+# ring never signals again (LWP interrupts only when the head advances).
+# At interval 10 a record covers 11 instructions: the N+1 is visible here
+plug=(--qemu-arg -plugin --qemu-arg "$OUT/insn-count.so,out=$OUT/ring4.counts")
+"$P" record -q --ring-kb 4 -e ire:10 "${plug[@]}" -o "$OUT/ring4.lwpprof" -- "$W" >/dev/null 2>&1
+check "a 4 KiB ring at interval 10: record exits 0" test $? = 0
+"$P" report --top 0 -s - "$OUT/ring4.lwpprof" >"$OUT/ring4.report" 2>&1
+check "a 4 KiB ring at interval 10: no records missed" \
+    grep -qE '^    thread 1 \(tid [0-9]+\): ire [0-9]+$' "$OUT/ring4.report"
+exact "a 4 KiB ring" "$OUT/ring4.report" "$OUT/ring4.counts" 10
 
 # --- two runs, one report (thread ids and file names aside).  One thread:
 # in "threads", how many instructions main spends in pthread_join varies.
@@ -190,7 +206,7 @@ check "LWP instructions: record exits 0" test $? = 0
 n=$(insns "$OUT/lwpinsn.counts" work_l)
 s=$(samples "$OUT/lwpinsn.report" work_l)
 want=$((4 * 200000 + 3))     # by hand: mov, lwpins, 200000 x (slwpcb, lwpval, dec, jnz), ret
-[ "$n" = "$want" ] && [ -n "$s" ] && [ $((s * I - n)) -le $I ] && [ $((n - s * I)) -le $I ] &&
+[ "$n" = "$want" ] && [ -n "$s" ] && [ $((s * (I + 1) - n)) -le $I ] && [ $((n - s * (I + 1))) -le $I ] &&
     ok "LWP instructions: work_l: $s samples, plugin counted $n instructions (interval $I)" ||
     nok "LWP instructions: work_l: ${s:-no} samples, plugin counted $n instructions, by hand $want"
 check "LWP instructions: the report counts LWPINS's one record" \
