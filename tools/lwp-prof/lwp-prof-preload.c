@@ -25,6 +25,10 @@
  *   component 62 holds another LWPCB; the signal is then the program's and
  *   is forwarded), else when its thread ends (SLWPCB no longer returns
  *   ours).
+ * - pthread_sigmask and sigprocmask are interposed to keep SIGIO
+ *   unblocked; a SIGIO of the program's own that comes while the program
+ *   blocks it is held until the program unblocks it or takes it with
+ *   sigwait, sigwaitinfo or sigtimedwait (interposed too, with sigpending).
  *
  * Environment (set by lwp-prof record): LWP_PROF_OUT, the record file;
  * LWP_PROF_EVENTS, "ire:N,bre:N,..."; LWP_PROF_RING_KB and
@@ -93,6 +97,8 @@ static struct {
     pthread_mutex_t lock;   /* the registry */
     struct thr *all;
     struct sigaction prog_sigio;    /* the program's SIGIO disposition */
+    int io_held;            /* a SIGIO the program blocks came: io_info */
+    siginfo_t io_info;
     int (*real_sigaction)(int, const struct sigaction *, struct sigaction *);
     int (*real_pthread_sigmask)(int, const sigset_t *, sigset_t *);
     int (*real_sigprocmask)(int, const sigset_t *, sigset_t *);
@@ -103,6 +109,8 @@ static struct {
 } g = { .fd = -1, .lock = PTHREAD_MUTEX_INITIALIZER };
 
 static __thread struct thr *self TLS;
+/* The program blocks SIGIO in this thread (lwp-prof keeps it unblocked) */
+static __thread int io_blocked TLS;
 
 static uint32_t gettid_(void)
 {
@@ -275,6 +283,11 @@ static void drain(struct thr *t)
     cb_write32(t, LWPCB_TAIL, head);
 }
 
+static int lwp_signal(const siginfo_t *si)
+{
+    return si && si->si_code == POLL_IN && si->si_fd == -1;
+}
+
 static void forward_sigio(int sig, siginfo_t *si, void *uc)
 {
     struct sigaction *p = &g.prog_sigio;
@@ -377,7 +390,7 @@ static void on_sigio(int sig, siginfo_t *si, void *uc)
     uint64_t cbaddr;
     uint32_t head;
 
-    if (si && si->si_code == POLL_IN && si->si_fd == -1 && t && t->active) {
+    if (lwp_signal(si) && t && t->active) {
         /*
          * LWP's threshold signal.  When the interrupted context runs
          * another LWPCB, the program loaded its own: the threshold is
@@ -392,6 +405,12 @@ static void on_sigio(int sig, siginfo_t *si, void *uc)
                __atomic_load_n(&g.flushing, __ATOMIC_ACQUIRE) && t &&
                t->active) {
         flush_from_frame(t, uc);
+    } else if (io_blocked) {
+        /* The program's SIGIO, which it blocks: pending until it takes it */
+        if (si) {
+            g.io_info = *si;
+        }
+        __atomic_store_n(&g.io_held, 1, __ATOMIC_RELEASE);
     } else {
         forward_sigio(sig, si, uc);
     }
@@ -475,35 +494,83 @@ static int real_sigmask(int how, const sigset_t *set, sigset_t *old)
     return g.real_pthread_sigmask(how, set, old);
 }
 
+static void note_sigmask(void)
+{
+    if (!__atomic_exchange_n(&g.mask_noted, 1, __ATOMIC_RELAXED)) {
+        note("sigmask: the program blocks SIGIO; lwp-prof leaves it "
+             "unblocked for LWP's threshold signal and holds the "
+             "program's own SIGIO until it unblocks or waits for it");
+    }
+}
+
 /*
  * A set without SIGIO: LWP's threshold signal must reach every profiled
- * thread, or its ring fills and LWP counts MissedEvents
+ * thread, or its ring fills and LWP counts MissedEvents.  io_blocked
+ * keeps what the program asked for
  */
 static const sigset_t *keep_sigio(int how, const sigset_t *set, sigset_t *tmp)
 {
-    if (!set || g.fd < 0 || how == SIG_UNBLOCK || !sigismember(set, SIGIO)) {
+    int io;
+
+    if (!set || g.fd < 0) {
+        return set;
+    }
+    io = sigismember(set, SIGIO);
+    if (how == SIG_SETMASK || io) {
+        io_blocked = how != SIG_UNBLOCK && io;
+    }
+    if (how == SIG_UNBLOCK || !io) {
         return set;
     }
     *tmp = *set;
     sigdelset(tmp, SIGIO);
-    if (!__atomic_exchange_n(&g.mask_noted, 1, __ATOMIC_RELAXED)) {
-        note("sigmask: the program blocks SIGIO; lwp-prof leaves it "
-             "unblocked for LWP's threshold signal");
-    }
+    note_sigmask();
     return tmp;
+}
+
+/*
+ * The program unblocked SIGIO: one that came while it was blocked is
+ * sent again, now that the program's handler can have it
+ */
+static void release_sigio(void)
+{
+    siginfo_t si;
+
+    if (io_blocked || !__atomic_exchange_n(&g.io_held, 0, __ATOMIC_ACQUIRE)) {
+        return;
+    }
+    si = g.io_info;
+    if (syscall(SYS_rt_tgsigqueueinfo, getpid(), gettid_(), SIGIO, &si)) {
+        forward_sigio(SIGIO, &si, NULL);
+    }
+}
+
+/* pthread_sigmask and sigprocmask: the old set is the program's view */
+static int change_mask(int (*real)(int, const sigset_t *, sigset_t *),
+                       int how, const sigset_t *set, sigset_t *old)
+{
+    sigset_t tmp;
+    int was = io_blocked, r;
+
+    r = real(how, keep_sigio(how, set, &tmp), old);
+    if (r) {
+        io_blocked = was;
+        return r;
+    }
+    if (old && g.fd >= 0 && was) {
+        sigaddset(old, SIGIO);
+    }
+    release_sigio();
+    return 0;
 }
 
 int pthread_sigmask(int how, const sigset_t *set, sigset_t *old)
 {
-    sigset_t tmp;
-
-    return real_sigmask(how, keep_sigio(how, set, &tmp), old);
+    return change_mask(real_sigmask, how, set, old);
 }
 
 int sigprocmask(int how, const sigset_t *set, sigset_t *old)
 {
-    sigset_t tmp;
-
     if (!g.real_sigprocmask) {
         *(void **)&g.real_sigprocmask = dlsym(RTLD_NEXT, "sigprocmask");
         if (!g.real_sigprocmask) {
@@ -511,7 +578,86 @@ int sigprocmask(int how, const sigset_t *set, sigset_t *old)
             return -1;
         }
     }
-    return g.real_sigprocmask(how, keep_sigio(how, set, &tmp), old);
+    return change_mask(g.real_sigprocmask, how, set, old);
+}
+
+/*
+ * sigwait, sigwaitinfo and sigtimedwait of a set with SIGIO: a SIGIO held
+ * for the program is taken first.  Then SIGIO is blocked for real during
+ * the wait, so that the kernel hands the program's SIGIO to the wait, not
+ * to the handler; a threshold signal of LWP that the wait takes (one
+ * raised before it) is drained and waited past.
+ */
+static int wait_signal(const sigset_t *set, siginfo_t *info,
+                       const struct timespec *timeout)
+{
+    sigset_t io, old;
+    siginfo_t si;
+    int r, e;
+
+    if (g.fd < 0 || !set || !sigismember(set, SIGIO)) {
+        return syscall(SYS_rt_sigtimedwait, set, info, timeout, _NSIG / 8);
+    }
+    sigemptyset(&io);
+    sigaddset(&io, SIGIO);
+    real_sigmask(SIG_BLOCK, &io, &old);
+    for (;;) {
+        if (__atomic_exchange_n(&g.io_held, 0, __ATOMIC_ACQUIRE)) {
+            si = g.io_info;
+            r = SIGIO;
+            break;
+        }
+        r = syscall(SYS_rt_sigtimedwait, set, &si, timeout, _NSIG / 8);
+        if (r != SIGIO || !lwp_signal(&si) || !self || !self->active) {
+            break;
+        }
+        drain(self);
+    }
+    e = errno;
+    real_sigmask(SIG_SETMASK, &old, NULL);
+    errno = e;
+    if (r > 0 && info) {
+        *info = si;
+        if (si.si_code == SI_TKILL) {
+            info->si_code = SI_USER;    /* as glibc's sigtimedwait says it */
+        }
+    }
+    return r;
+}
+
+int sigtimedwait(const sigset_t *set, siginfo_t *info,
+                 const struct timespec *timeout)
+{
+    return wait_signal(set, info, timeout);
+}
+
+int sigwaitinfo(const sigset_t *set, siginfo_t *info)
+{
+    return wait_signal(set, info, NULL);
+}
+
+int sigwait(const sigset_t *set, int *sig)
+{
+    int r;
+
+    do {
+        r = wait_signal(set, NULL, NULL);
+    } while (r < 0 && errno == EINTR);
+    if (r < 0) {
+        return errno;
+    }
+    *sig = r;
+    return 0;
+}
+
+int sigpending(sigset_t *set)
+{
+    int r = syscall(SYS_rt_sigpending, set, _NSIG / 8);
+
+    if (!r && g.fd >= 0 && __atomic_load_n(&g.io_held, __ATOMIC_ACQUIRE)) {
+        sigaddset(set, SIGIO);
+    }
+    return r;
 }
 
 /* Turn LWP off in the calling thread and write what is left */
@@ -553,6 +699,7 @@ struct start {
     void *(*fn)(void *);
     void *arg;
     uint32_t seq;
+    int io_blocked;         /* the creator's, which the thread inherits */
 };
 
 static void *thread_trampoline(void *p)
@@ -563,6 +710,7 @@ static void *thread_trampoline(void *p)
     sigset_t io;
 
     free(p);
+    io_blocked = s.io_blocked;
     /*
      * The creator may have blocked every signal for the new thread (liblzma
      * does): the threshold signal must get through
@@ -600,6 +748,7 @@ int pthread_create(pthread_t *th, const pthread_attr_t *attr,
     s->fn = fn;
     s->arg = arg;
     s->seq = __atomic_add_fetch(&g.seq, 1, __ATOMIC_RELAXED);
+    s->io_blocked = io_blocked;
     int r = g.real_pthread_create(th, attr, thread_trampoline, s);
     if (r) {
         free(s);
@@ -770,6 +919,7 @@ static void lwp_prof_start(void)
     const char *events = getenv("LWP_PROF_EVENTS");
     uint32_t a, b, c, d, min_ring;
     struct sigaction sa;
+    sigset_t io, old;
     struct thr *t;
     const char *why;
 
@@ -832,6 +982,13 @@ static void lwp_prof_start(void)
         fail("pthread_key_create failed");
     }
 
+    /* A program started with SIGIO blocked: unblocked as keep_sigio does */
+    sigemptyset(&io);
+    sigaddset(&io, SIGIO);
+    if (!real_sigmask(SIG_UNBLOCK, &io, &old) && sigismember(&old, SIGIO)) {
+        io_blocked = 1;
+        note_sigmask();
+    }
     memset(&sa, 0, sizeof(sa));
     sa.sa_sigaction = on_sigio;
     sa.sa_flags = SA_SIGINFO | SA_RESTART;

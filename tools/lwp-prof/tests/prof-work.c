@@ -19,6 +19,12 @@
  *                       hot function (the annotated disassembly names them)
  *   prof-work dme       main runs work_m only: loads that miss every cache
  *                       level (DCache Misses)
+ *   prof-work sigwait   waits for the SIGIO it sends itself, as a program
+ *                       that takes SIGIO as a notification does: blocks
+ *                       it, raise() and sigwaitinfo, runs work_a, work_b
+ *                       and work_c with it blocked, kill() and
+ *                       sigtimedwait, then raise() with a handler and
+ *                       unblocks it; prints what it got
  *
  * work_l runs LWPINS once, then a loop of four instructions (SLWPCB,
  * LWPVAL, dec, jnz) 200,000 times: 4 * 200000 + 3 instructions (mov,
@@ -33,8 +39,11 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
 #include <x86intrin.h>
 
 #define LOOP(n)                                                   \
@@ -137,6 +146,50 @@ static void self_profile(void)
     printf("own threshold signals: %d\n", own_signals);
 }
 
+static volatile int io_count;
+
+static void count_io(int sig)
+{
+    (void)sig;
+    io_count++;
+}
+
+/* "sigwait": each wait must return the SIGIO just sent, or fail */
+static void wait_sigio(void)
+{
+    struct timespec ten = { 10, 0 };
+    sigset_t io, now;
+    siginfo_t si;
+
+    sigemptyset(&io);
+    sigaddset(&io, SIGIO);
+    sigprocmask(SIG_BLOCK, &io, NULL);
+    raise(SIGIO);
+    if (sigwaitinfo(&io, &si) != SIGIO) {
+        exit(3);
+    }
+    printf("sigwaitinfo: SIGIO, si_code %d\n", si.si_code);
+    work_a();
+    work_b();
+    work_c();
+    kill(getpid(), SIGIO);
+    if (sigtimedwait(&io, &si, &ten) != SIGIO) {
+        exit(4);
+    }
+    printf("sigtimedwait: SIGIO, si_code %d\n", si.si_code);
+    sigprocmask(SIG_BLOCK, NULL, &now);
+    printf("SIGIO blocked: %d\n", sigismember(&now, SIGIO));
+    signal(SIGIO, count_io);
+    raise(SIGIO);
+    sigpending(&now);
+    printf("SIGIO pending: %d, handled: %d\n", sigismember(&now, SIGIO),
+           io_count);
+    sigprocmask(SIG_UNBLOCK, &io, NULL);
+    sigpending(&now);
+    printf("unblocked: SIGIO pending: %d, handled: %d\n",
+           sigismember(&now, SIGIO), io_count);
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "";
@@ -166,6 +219,8 @@ int main(int argc, char **argv)
         work_m(buf);
     } else if (!strcmp(mode, "lwpint")) {
         self_profile();
+    } else if (!strcmp(mode, "sigwait")) {
+        wait_sigio();
     } else {
         work_a();
         work_b();

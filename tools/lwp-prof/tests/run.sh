@@ -10,7 +10,8 @@
 # at interval N, within one sample (also with a ring of 4 KiB); that two runs give the same report; that
 # every thread of a threaded program is sampled; that the speedscope file
 # is valid; that bad input gets a clear error; that a program's own
-# SIGIO handler and its own LWPCB are reported; and that DCache Misses
+# SIGIO handler and its own LWPCB are reported, and one that waits for
+# its own SIGIO gets it; and that DCache Misses
 # samples name the load that misses.
 set -uo pipefail
 . "$(dirname "$0")/../../../scripts/common.sh"
@@ -193,6 +194,23 @@ check "own LWPCB: the program gets its threshold signals (${n:-none}; 200 record
 check "own LWPCB: reported once, at its first threshold signal" \
     test "$(grep -c "lwp-prof: lwp-in-use: thread .*found at a threshold signal" "$OUT/lwpint.stderr")" = 1 \
     -a "$(grep -c "lwp-in-use" "$OUT/lwpint.stderr")" = 1
+
+# --- a program that blocks SIGIO, sends itself one and takes it with
+# sigwaitinfo, then with sigtimedwait, then unblocks it with a handler
+# (prof-work sigwait): it must do what it does under plain qemu-x86_64,
+# and be profiled exactly meanwhile (a ring of 8 KiB at interval 100:
+# about 850 drains while the program blocks SIGIO)
+"$QEMU" -cpu max "$W" sigwait >"$OUT/sigwait.want" 2>&1
+plug=(--qemu-arg -plugin --qemu-arg "$OUT/insn-count.so,out=$OUT/sigwait.counts")
+timeout 120 "$P" record -q --ring-kb 8 -e ire:100 "${plug[@]}" -o "$OUT/sigwait.lwpprof" -- \
+    "$W" sigwait >"$OUT/sigwait.stdout" 2>"$OUT/sigwait.stderr"
+check "waits for its own SIGIO: record exits 0 within 120 s" test $? = 0
+check "waits for its own SIGIO: the program prints what it prints without lwp-prof" \
+    cmp -s "$OUT/sigwait.want" "$OUT/sigwait.stdout"
+"$P" report --top 0 -s - "$OUT/sigwait.lwpprof" >"$OUT/sigwait.report" 2>&1
+check "waits for its own SIGIO: no records missed" \
+    grep -qE '^    thread 1 \(tid [0-9]+\): ire [0-9]+$' "$OUT/sigwait.report"
+exact "SIGIO blocked by the program" "$OUT/sigwait.report" "$OUT/sigwait.counts" 100
 
 # --- LWP's own instructions in a hot function: the annotated disassembly
 # names them as binutils' objdump does for the same bytes.  work_l runs
