@@ -5,7 +5,7 @@
  * the lwp-prof tool (C++).  Every number is little-endian.
  *
  *   file   = header chunk*
- *   header = magic[8] "LWPPROF\0", u32 version (1), u32 header size (16)
+ *   header = magic[8] "LWPPROF\0", u32 version (2), u32 header size (16)
  *   chunk  = u32 type, u32 size, payload[size], zero padding to 8 bytes
  *
  * lwp-prof record writes the header and, after the program has ended,
@@ -21,7 +21,7 @@
 #include <stdint.h>
 
 #define LWPPROF_MAGIC           "LWPPROF"   /* 8 bytes with its NUL */
-#define LWPPROF_VERSION         1
+#define LWPPROF_VERSION         2   /* 2 added PROCESS; 1 is read too */
 #define LWPPROF_HEADER_SIZE     16
 #define LWPPROF_CHUNK_HEADER    8
 #define LWPPROF_CHUNK_MAX       (256u << 20)
@@ -42,6 +42,9 @@ enum {
     LWPPROF_EXIT = 6,
     /* struct lwpprof_end: written by lwp-prof record, always last */
     LWPPROF_END = 7,
+    /* struct lwpprof_process, then the executable's path (text): a
+     * process the program started, which is not profiled */
+    LWPPROF_PROCESS = 8,
 };
 
 #define LWPPROF_THREAD_START    1
@@ -61,6 +64,16 @@ struct lwpprof_exit {
     uint32_t tid;           /* the thread that ran exit() */
     uint32_t threads;       /* threads still profiled at exit */
     uint64_t records;       /* records written by every thread */
+};
+
+#define LWPPROF_PROCESS_FORKED  1   /* a child of fork(), before any exec */
+#define LWPPROF_PROCESS_EXECED  2   /* a program that execve() started */
+
+struct lwpprof_process {
+    uint32_t pid;
+    uint32_t ppid;
+    uint32_t how;           /* LWPPROF_PROCESS_* */
+    uint32_t reserved;      /* 0 */
 };
 
 #define LWPPROF_END_EXITED      1   /* code: exit status */

@@ -32,10 +32,13 @@
  *
  * Environment (set by lwp-prof record): LWP_PROF_OUT, the record file;
  * LWP_PROF_EVENTS, "ire:N,bre:N,..."; LWP_PROF_RING_KB and
- * LWP_PROF_THRESHOLD_KB.  Without LWP_PROF_OUT the library does nothing;
- * the constructor removes it, so programs the profiled one starts are not
- * profiled into the same file.  A failure to set up LWP in the main thread
- * ends the program with status 125 and a message.
+ * LWP_PROF_THRESHOLD_KB; LWP_PROF_PROCESSES, the record file again.
+ * Without LWP_PROF_OUT the library profiles nothing; the constructor
+ * removes it, so programs the profiled one starts are not profiled into
+ * the same file.  They are counted there instead: a forked child, and a
+ * program exec'd with LWP_PROF_PROCESSES and this library in its
+ * environment, append a PROCESS chunk.  A failure to set up LWP in the
+ * main thread ends the program with status 125 and a message.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -97,6 +100,7 @@ static struct {
     pthread_mutex_t lock;   /* the registry */
     struct thr *all;
     struct sigaction prog_sigio;    /* the program's SIGIO disposition */
+    char *processes;        /* LWP_PROF_PROCESSES: where others are counted */
     int io_held;            /* a SIGIO the program blocks came: io_info */
     siginfo_t io_info;
     int (*real_sigaction)(int, const struct sigaction *, struct sigaction *);
@@ -902,14 +906,47 @@ static void put_info(struct thr *t)
     put_text(LWPPROF_INFO, buf, n);
 }
 
-static void child_after_fork(void)
+/* This process is not profiled: say so in the record file */
+static void put_process(uint32_t how)
 {
-    /* A new process starts with LWP disabled: it is not profiled */
+    struct lwpprof_process rec = { 0 };
+    char exe[1024];
+    ssize_t len = readlink("/proc/self/exe", exe, sizeof(exe));
+    struct iovec v[2] = { { &rec, sizeof(rec) }, { exe, len > 0 ? len : 0 } };
+
+    if (g.fd < 0 && g.processes) {
+        g.fd = open(g.processes, O_WRONLY | O_APPEND | O_CLOEXEC);
+    }
+    rec.pid = (uint32_t)getpid();
+    rec.ppid = (uint32_t)getppid();
+    rec.how = how;
+    put_chunk(LWPPROF_PROCESS, v, 2);
     if (g.fd >= 0) {
         close(g.fd);
     }
     g.fd = -1;
+}
+
+/*
+ * A new process starts with LWP disabled: it is not profiled.  It gets
+ * the program's SIGIO mask and handler back
+ */
+static void child_after_fork(void)
+{
+    int profiled = g.fd >= 0;
+    sigset_t io;
+
+    put_process(LWPPROF_PROCESS_FORKED);
     self = NULL;
+    if (!profiled) {
+        return;
+    }
+    if (io_blocked) {
+        sigemptyset(&io);
+        sigaddset(&io, SIGIO);
+        real_sigmask(SIG_BLOCK, &io, NULL);
+    }
+    call_sigaction(SIGIO, &g.prog_sigio, NULL);
 }
 
 __attribute__((constructor))
@@ -917,13 +954,20 @@ static void lwp_prof_start(void)
 {
     const char *out = getenv("LWP_PROF_OUT");
     const char *events = getenv("LWP_PROF_EVENTS");
+    const char *processes = getenv("LWP_PROF_PROCESSES");
     uint32_t a, b, c, d, min_ring;
     struct sigaction sa;
     sigset_t io, old;
     struct thr *t;
     const char *why;
 
+    g.processes = processes && *processes ? strdup(processes) : NULL;
     if (!out || !*out) {
+        /* a program that the profiled one exec'd: counted, not profiled */
+        if (g.processes) {
+            put_process(LWPPROF_PROCESS_EXECED);
+            pthread_atfork(NULL, NULL, child_after_fork);
+        }
         return;
     }
     parse_events(events && *events ? events : "ire:100000");

@@ -124,6 +124,12 @@ std::string exe_dir()
     return s.substr(0, s.rfind('/'));
 }
 
+std::string basename_of(const std::string &p)
+{
+    size_t s = p.rfind('/');
+    return s == std::string::npos ? p : p.substr(s + 1);
+}
+
 bool is_exec(const std::string &p)
 {
     struct stat st;
@@ -200,8 +206,14 @@ struct ThreadInfo {
     uint64_t by_event[256] = {};
 };
 
+struct Process {
+    uint32_t pid = 0, ppid = 0, how = 0;
+    std::string exe;
+};
+
 struct Profile {
     std::map<std::string, std::string> info;
+    std::vector<Process> processes;     // PROCESS chunks, in file order
     std::vector<MapEntry> maps;
     std::vector<Record> records;
     std::map<uint32_t, ThreadInfo> threads;
@@ -286,9 +298,9 @@ bool walk(const std::vector<uint8_t> &d, Profile *prof, size_t *good_end,
         err = "not an lwp-prof record file (no LWPPROF magic)";
         return false;
     }
-    if (rd32(&d[8]) != LWPPROF_VERSION) {
+    if (rd32(&d[8]) < 1 || rd32(&d[8]) > LWPPROF_VERSION) {
         err = "record file version " + std::to_string(rd32(&d[8])) +
-              ", this lwp-prof reads version " +
+              ", this lwp-prof reads versions 1 to " +
               std::to_string(LWPPROF_VERSION);
         return false;
     }
@@ -391,6 +403,19 @@ bool walk(const std::vector<uint8_t> &d, Profile *prof, size_t *good_end,
                 prof->has_exit = true;
                 memcpy(&prof->exit_rec, p, sizeof(lwpprof_exit));
                 break;
+            case LWPPROF_PROCESS: {
+                if (size < sizeof(lwpprof_process)) {
+                    err = "bad PROCESS chunk" + where;
+                    return false;
+                }
+                lwpprof_process pr;
+                memcpy(&pr, p, sizeof(pr));
+                prof->processes.push_back(
+                    {pr.pid, pr.ppid, pr.how,
+                     std::string(reinterpret_cast<const char *>(p) +
+                                     sizeof(pr), size - sizeof(pr))});
+                break;
+            }
             case LWPPROF_END:
                 if (size != sizeof(lwpprof_end)) {
                     err = "bad END chunk" + where;
@@ -432,6 +457,47 @@ bool load_profile(const std::string &path, Profile &prof, std::string &err)
         return false;
     }
     return true;
+}
+
+// The processes the program started, which lwp-prof does not profile:
+// the last PROCESS chunk of each (a forked child that execs writes two)
+struct Unprofiled {
+    size_t count = 0;
+    std::string main_exec;  // the program itself exec'd this, or ""
+    std::map<std::string, size_t> by_name;  // "true", "prof-work (forked)"
+};
+
+Unprofiled unprofiled(const Profile &prof)
+{
+    std::map<uint32_t, const Process *> last;
+    for (const auto &pr : prof.processes) {
+        last[pr.pid] = &pr;
+    }
+    auto it = prof.info.find("pid");
+    uint32_t main_pid = it == prof.info.end()
+        ? 0 : uint32_t(strtoul(it->second.c_str(), nullptr, 10));
+    Unprofiled u;
+    for (const auto &kv : last) {
+        const Process &pr = *kv.second;
+        if (pr.pid == main_pid) {
+            if (pr.how == LWPPROF_PROCESS_EXECED) {
+                u.main_exec = pr.exe;
+            }
+            continue;
+        }
+        u.count++;
+        u.by_name[basename_of(pr.exe) +
+                  (pr.how == LWPPROF_PROCESS_FORKED ? " (forked)" : "")]++;
+    }
+    return u;
+}
+
+// "1 thread", "2 threads"; "1 process", "2 processes"
+std::string plural(uint64_t n, const std::string &one,
+                   const std::string &many = "")
+{
+    return std::to_string(n) + " " +
+           (n == 1 ? one : many.empty() ? one + "s" : many);
 }
 
 // ---------------------------------------------------------------- record
@@ -515,6 +581,41 @@ void check_program(const std::string &path)
             path.c_str());
     }
 }
+
+// The records in the file so far, for the progress line: the RECORDS
+// chunks that are whole, read from where the last call stopped
+class RecordCounter {
+public:
+    uint64_t count(const std::string &path)
+    {
+        int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+        if (fd < 0) {
+            return records_;
+        }
+        if (!off_) {
+            off_ = LWPPROF_HEADER_SIZE;
+        }
+        struct stat st;
+        uint32_t h[4];
+        while (fstat(fd, &st) == 0 &&
+               pread(fd, h, sizeof(h), off_t(off_)) == ssize_t(sizeof(h))) {
+            uint64_t next = off_ + LWPPROF_CHUNK_HEADER +
+                            ((uint64_t(h[1]) + 7) & ~uint64_t(7));
+            if (next > uint64_t(st.st_size)) {
+                break;      // its writev is not done yet
+            }
+            if (h[0] == LWPPROF_RECORDS) {
+                records_ += h[3];
+            }
+            off_ = next;
+        }
+        close(fd);
+        return records_;
+    }
+
+private:
+    uint64_t off_ = 0, records_ = 0;
+};
 
 volatile sig_atomic_t g_child = 0;
 
@@ -696,6 +797,7 @@ int cmd_record(int argc, char **argv)
     }
     if (pid == 0) {
         setenv("LWP_PROF_OUT", out.c_str(), 1);
+        setenv("LWP_PROF_PROCESSES", out.c_str(), 1);
         setenv("LWP_PROF_EVENTS", o.events.c_str(), 1);
         setenv("LWP_PROF_RING_KB", std::to_string(o.ring_kb).c_str(), 1);
         setenv("LWP_PROF_THRESHOLD_KB", std::to_string(o.ring_kb / 2).c_str(),
@@ -720,6 +822,7 @@ int cmd_record(int argc, char **argv)
     bool tty = isatty(2);
     int status = 0;
     double last = 0;
+    RecordCounter counter;
     for (;;) {
         pid_t r = waitpid(pid, &status, WNOHANG);
         if (r == pid) {
@@ -734,14 +837,10 @@ int cmd_record(int argc, char **argv)
         double el = double(now.tv_sec - t0.tv_sec) +
                     double(now.tv_nsec - t0.tv_nsec) / 1e9;
         if (!o.quiet && el - last >= (tty ? 0.5 : 10.0)) {
-            struct stat st;
             last = el;
-            if (stat(out.c_str(), &st) == 0) {
-                fprintf(stderr, "%slwp-prof: %.0f s, ~%lld records so far%s",
-                        tty ? "\r" : "", el,
-                        (long long)(st.st_size / LWP_EVENT_RECORD_SIZE),
-                        tty ? "" : "\n");
-            }
+            fprintf(stderr, "%slwp-prof: %.0f s, %" PRIu64 " records so far%s",
+                    tty ? "\r" : "", el, counter.count(out),
+                    tty ? "" : "\n");
         }
     }
     if (tty && !o.quiet && last > 0) {
@@ -793,11 +892,24 @@ int cmd_record(int argc, char **argv)
         std::string how = WIFEXITED(status)
             ? "exited with status " + std::to_string(end.code)
             : "was killed by signal " + std::to_string(end.code);
-        fprintf(stderr, "lwp-prof: %s %s; %zu records from %zu threads, "
-                "%" PRIu64 " missed, in %s\n", o.argv[0].c_str(), how.c_str(),
-                prof.records.size(), prof.threads.size(), missed,
+        Unprofiled u = unprofiled(prof);
+        fprintf(stderr, "lwp-prof: %s %s; %s from %s, %" PRIu64 " missed, "
+                "in %s\n", o.argv[0].c_str(), how.c_str(),
+                plural(prof.records.size(), "record").c_str(),
+                plural(prof.threads.size(), "thread").c_str(), missed,
                 o.output.c_str());
-        if (!prof.has_exit) {
+        if (u.count) {
+            fprintf(stderr, "lwp-prof: %s the program started %s not "
+                    "profiled (lwp-prof follows neither fork nor exec)\n",
+                    plural(u.count, "process", "processes").c_str(),
+                    u.count == 1 ? "was" : "were");
+        }
+        if (!u.main_exec.empty()) {
+            fprintf(stderr, "lwp-prof: the program exec'd %s, which ran "
+                    "unprofiled: the records end there, and those since "
+                    "each thread's last drain are lost\n",
+                    u.main_exec.c_str());
+        } else if (!prof.has_exit) {
             fprintf(stderr, "lwp-prof: the program did not run exit(): "
                     "records since each thread's last drain are lost\n");
         }
@@ -816,12 +928,6 @@ struct SymInfo {
     int line = 0;
     Dwfl_Module *mod = nullptr;
 };
-
-std::string basename_of(const std::string &p)
-{
-    size_t s = p.rfind('/');
-    return s == std::string::npos ? p : p.substr(s + 1);
-}
 
 std::string demangle(const char *name)
 {
@@ -1332,7 +1438,8 @@ int cmd_report(int argc, char **argv)
                    event_label(id), by_event[id]);
         }
     }
-    printf(" from %zu threads\n", prof.threads.size());
+    printf(" from %s\n", plural(prof.threads.size(), "thread").c_str());
+    Unprofiled unp = unprofiled(prof);
     std::vector<const ThreadInfo *> tord;
     for (const auto &t : prof.threads) {
         tord.push_back(&t.second);
@@ -1358,14 +1465,30 @@ int cmd_report(int argc, char **argv)
             printf("; %" PRIu64 " MISSED (the ring was full)", ti.missed);
         }
         if (!ti.stopped) {
-            printf("; still running at exit: records after its last drain "
-                   "are lost");
+            printf("; %s: records after its last drain are lost",
+                   unp.main_exec.empty() ? "still running at exit"
+                                         : "ended by exec");
         }
         printf("\n");
     }
-    if (!prof.has_exit) {
+    if (!unp.main_exec.empty()) {
+        printf("  warning: the program exec'd %s, which ran unprofiled (lwp-prof "
+               "does not follow exec): the records end there, and those "
+               "since each thread's last drain are lost\n",
+               unp.main_exec.c_str());
+    } else if (!prof.has_exit) {
         printf("  warning: the program did not run exit(); records since "
                "each thread's last drain are lost\n");
+    }
+    if (unp.count) {
+        printf("  not profiled: %s the program started (lwp-prof follows "
+               "neither fork nor exec):", plural(unp.count, "process", "processes").c_str());
+        const char *sep = " ";
+        for (const auto &n : unp.by_name) {
+            printf("%s%s %zu", sep, n.first.c_str(), n.second);
+            sep = ", ";
+        }
+        printf("\n");
     }
     for (const auto &n : prof.notes) {
         printf("  note: %s\n", n.c_str());

@@ -25,6 +25,9 @@
  *                       and work_c with it blocked, kill() and
  *                       sigtimedwait, then raise() with a handler and
  *                       unblocks it; prints what it got
+ *   prof-work children  forks two children that exit at once, and runs
+ *                       `true` with posix_spawnp, then runs work_a
+ *   prof-work exec      execs /bin/true
  *
  * work_l runs LWPINS once, then a loop of four instructions (SLWPCB,
  * LWPVAL, dec, jnz) 200,000 times: 4 * 200000 + 3 instructions (mov,
@@ -38,10 +41,12 @@
 #include <cpuid.h>
 #include <pthread.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include <x86intrin.h>
@@ -190,6 +195,26 @@ static void wait_sigio(void)
            sigismember(&now, SIGIO), io_count);
 }
 
+/* "children": three processes, none of them profiled */
+static void start_children(void)
+{
+    char *argv[] = { "true", NULL };
+    pid_t pid;
+    int i;
+
+    for (i = 0; i < 2; i++) {
+        pid = fork();
+        if (pid == 0) {
+            _exit(0);
+        }
+        waitpid(pid, NULL, 0);
+    }
+    if (posix_spawnp(&pid, "true", NULL, NULL, argv, environ) == 0) {
+        waitpid(pid, NULL, 0);
+    }
+    work_a();
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "";
@@ -221,6 +246,11 @@ int main(int argc, char **argv)
         self_profile();
     } else if (!strcmp(mode, "sigwait")) {
         wait_sigio();
+    } else if (!strcmp(mode, "children")) {
+        start_children();
+    } else if (!strcmp(mode, "exec")) {
+        execl("/bin/true", "true", (char *)NULL);
+        return 1;
     } else {
         work_a();
         work_b();

@@ -212,6 +212,26 @@ check "waits for its own SIGIO: no records missed" \
     grep -qE '^    thread 1 \(tid [0-9]+\): ire [0-9]+$' "$OUT/sigwait.report"
 exact "SIGIO blocked by the program" "$OUT/sigwait.report" "$OUT/sigwait.counts" 100
 
+# --- other processes: not profiled, and counted.  prof-work children
+# forks two children that exit at once and runs `true` (posix_spawnp);
+# prof-work exec execs /bin/true, whose status becomes the program's
+"$P" record -e ire:$I -o "$OUT/children.lwpprof" -- "$W" children >/dev/null 2>"$OUT/children.stderr"
+check "children: record exits 0" test $? = 0
+check "children: record says that 3 processes were not profiled" \
+    grep -q "^lwp-prof: 3 processes the program started were not profiled" "$OUT/children.stderr"
+"$P" report -s - "$OUT/children.lwpprof" >"$OUT/children.report" 2>&1
+check "children: the report names them: 2 forked, 1 true" \
+    grep -qE '^  not profiled: 3 processes .*: prof-work \(forked\) 2, true 1$' "$OUT/children.report"
+"$P" record -e ire:$I -o "$OUT/exec.lwpprof" -- "$W" exec >/dev/null 2>"$OUT/exec.stderr"
+check "exec: record exits with true's status (0)" test $? = 0
+check "exec: record says that the program exec'd true, unprofiled" \
+    grep -q "^lwp-prof: the program exec'd [^ ]*/true, which ran unprofiled" "$OUT/exec.stderr"
+"$P" report -s - "$OUT/exec.lwpprof" >"$OUT/exec.report" 2>&1
+check "exec: so does the report" \
+    grep -q "^  warning: the program exec'd [^ ]*/true, which ran unprofiled" "$OUT/exec.report"
+check "exec: neither says 'did not run exit()'" \
+    sh -c "! grep -q 'did not run exit' '$OUT/exec.report' '$OUT/exec.stderr'"
+
 # --- LWP's own instructions in a hot function: the annotated disassembly
 # names them as binutils' objdump does for the same bytes.  work_l runs
 # LWPINS once, then SLWPCB and LWPVAL in its loop (prof-work.c); the
@@ -228,7 +248,7 @@ want=$((4 * 200000 + 3))     # by hand: mov, lwpins, 200000 x (slwpcb, lwpval, d
     ok "LWP instructions: work_l: $s samples, plugin counted $n instructions (interval $I)" ||
     nok "LWP instructions: work_l: ${s:-no} samples, plugin counted $n instructions, by hand $want"
 check "LWP instructions: the report counts LWPINS's one record" \
-    grep -qE '^  records: [0-9]+, .*lwpins 1 from 1 threads$' "$OUT/lwpinsn.report"
+    grep -qE '^  records: [0-9]+, .*lwpins 1 from 1 thread$' "$OUT/lwpinsn.report"
 check "LWP instructions: so does its thread's line" \
     grep -qE '^    thread 1 \(tid [0-9]+\): ire [0-9]+, lwpins 1$' "$OUT/lwpinsn.report"
 start=$(nm "$W" | awk '$3 == "work_l" {print $1}')
