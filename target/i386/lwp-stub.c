@@ -10,6 +10,7 @@
 
 #include "qemu/osdep.h"
 #include "lwp-engine.h"
+#include "pmu-engine.h"
 
 /* Reachable: CPUID 8000_001C, when the xlevel reaches it */
 uint32_t lwp_cpuid_eax(uint64_t xcr0, uint64_t lwp_cfg, uint32_t edx)
@@ -178,6 +179,47 @@ unsigned lwp_cache_dme_source(unsigned level)
 
 int lwp_disas(const uint8_t *code, size_t size, unsigned mode_bits,
               LwpDisasInsn *insn)
+{
+    g_assert_not_reached();
+}
+
+/* Reachable: CPU realize with pmu=on under TCG; no profile, so no PMU */
+const PmuProfile *pmu_profile_find(bool intel, uint32_t family,
+                                   uint32_t model)
+{
+    return NULL;
+}
+
+void pmu_cpuid_0a(const PmuProfile *p, uint32_t *eax, uint32_t *ebx,
+                  uint32_t *ecx, uint32_t *edx)
+{
+    g_assert_not_reached();
+}
+
+uint64_t pmu_misc_enable_bits(const PmuProfile *p)
+{
+    g_assert_not_reached();
+}
+
+void pmu_reset(const PmuProfile *p, const PmuRegs *r)
+{
+    g_assert_not_reached();
+}
+
+PmuStatus pmu_rdmsr(const PmuProfile *p, const PmuRegs *r, uint32_t msr,
+                    uint64_t *val)
+{
+    g_assert_not_reached();
+}
+
+PmuStatus pmu_wrmsr(const PmuProfile *p, const PmuRegs *r, uint32_t msr,
+                    uint64_t val)
+{
+    g_assert_not_reached();
+}
+
+PmuStatus pmu_rdpmc(const PmuProfile *p, const PmuRegs *r, uint32_t ecx,
+                    uint64_t *val)
 {
     g_assert_not_reached();
 }

@@ -24,6 +24,7 @@
 #include "lwp-tasks.h"
 #include "lwp-irq.h"
 #include "lwp-dme-loads.h"
+#include "pmu.h"
 #include "lwp-xsave.h"
 #include "lwp-smp.h"
 
@@ -38,11 +39,11 @@
 
 enum config { CONFIG_NOLWP, CONFIG_G4, CONFIG_G5, CONFIG_MAX, CONFIG_MIGRATE,
              CONFIG_SMP, CONFIG_MONITOR, CONFIG_MONITOR_RUN, CONFIG_IRQ,
-             CONFIG_DME };
+             CONFIG_DME, CONFIG_PMU, CONFIG_NOPMU };
 
 static const char *const config_names[] = {
     "nolwp", "g4", "g5", "max", "migrate", "smp", "monitor", "monitor-run",
-    "irq", "dme",
+    "irq", "dme", "pmu", "nopmu",
 };
 static enum config config;
 
@@ -552,6 +553,10 @@ int main(u32 magic, u32 mbi)
         test_lwp_dme_loads();
         report_prefix_pop();
         return report_summary();
+    }
+    if (config == CONFIG_PMU || config == CONFIG_NOPMU) {
+        /* -cpu Nehalem,pmu=on, or a CPU without a PMU: pmu.c */
+        return pmu_main(config == CONFIG_PMU);
     }
     if (config == CONFIG_SMP) {
         /* -cpu max,+lwp -smp 4, MTTCG: tests/system/lwp-smp.c */

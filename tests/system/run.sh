@@ -36,6 +36,9 @@ configs=(
     "tests32.elf g4    Opteron_G4,+lwp"
     "tests32.elf max   max,+lwp"
     "tests.elf   smp   max,+lwp -smp 4 -accel tcg,thread=multi"
+    "tests.elf   pmu   Nehalem,pmu=on"
+    "tests.elf   nopmu Nehalem"
+    "tests.elf   nopmu max,pmu=on"
 )
 
 if ! make -s -C "$src" O="$build"; then

@@ -1,0 +1,335 @@
+// qemu-lwp engine: the registers of Intel architectural performance
+// monitoring (SDM Vol. 3B 18.13 and 18.17; pmu-engine.h)
+//
+// SPDX-License-Identifier: GPL-2.0-or-later
+
+extern "C" {
+#include "pmu-engine.h"
+}
+
+namespace
+{
+
+constexpr uint64_t bits(unsigned n)
+{
+    return n >= 64 ? ~uint64_t{0} : (uint64_t{1} << n) - 1;
+}
+
+} // namespace
+
+struct PmuProfile {
+    const char *name;
+    uint8_t version;   // CPUID.0AH:EAX[7:0]
+    uint8_t num_gp;    // EAX[15:8]
+    uint8_t gp_width;  // EAX[23:16]
+    uint8_t num_fixed; // EDX[4:0]
+    uint8_t fixed_width; // EDX[12:5]
+    // CPUID.0AH:EBX: a set bit is one of the seven architectural events
+    // (SDM 18.13) that is NOT available; EAX[31:24] is its length
+    uint8_t events_len;
+    uint32_t events_unavailable;
+    // IA32_PERF_CAPABILITIES (Vol. 4, Table 2-2)
+    uint64_t perf_capabilities;
+    // IA32_PERF_GLOBAL_OVF_CTRL bits beyond the counters' (SDM 18.17 for
+    // the Core i7: 61 uncore, 62 DS buffer, 63 CondChgd)
+    uint64_t ovf_ctrl_extra;
+};
+
+namespace
+{
+
+// Nehalem (Intel Core i7 and Xeon 5500, DisplayFamily_DisplayModel 06_1AH,
+// 06_1EH, 06_1FH and 06_2EH, as the SDM's event chapter lists them; QEMU's
+// "Nehalem" is 06_1AH).  Architectural performance monitoring version 3 with 4
+// general-purpose and 3 fixed-function counters, all 48 bits wide: the
+// CPUID 0AH EAX of a Core i5 750 (06_1EH) is 0x07300403 and its EDX
+// 0x603.  That part's EBX is 0x44 (UnHalted Reference Cycles on a general
+// counter and Branch Misses Retired unavailable, the latter for erratum
+// AAJ80); here every one of the seven events is offered (EBX 0), since
+// the cost and predictor models define both exactly (choice 57).
+// PERF_CAPABILITIES 0x1c3 is the part's: LBR format 3 (64-bit LIP with
+// the mispredict flag), PEBS trap and saved architectural registers,
+// PEBS record format 1; no full-width counter writes (bit 13 clear), so
+// IA32_A_PMCx do not exist.
+constexpr PmuProfile kNehalem = {
+    "Nehalem", 3, 4, 48, 3, 48, 7, 0, 0x1c3,
+    (uint64_t{1} << 61) | (uint64_t{1} << 62) | (uint64_t{1} << 63),
+};
+
+// IA32_PERFEVTSELx: bits 31:0 are defined in version 3 (event select,
+// unit mask, USR, OS, E, PC, INT, AnyThread, EN, INV, CMASK; SDM 18.13),
+// bits 63:32 are reserved
+constexpr uint64_t kEvtselValid = bits(32);
+
+uint64_t counter_mask(const PmuProfile *p, bool fixed)
+{
+    return bits(fixed ? p->fixed_width : p->gp_width);
+}
+
+// IA32_PERF_GLOBAL_CTRL and the counter bits of the status: one bit per
+// general-purpose counter from bit 0, per fixed counter from bit 32
+uint64_t counter_bits(const PmuProfile *p)
+{
+    return bits(p->num_gp) | (bits(p->num_fixed) << 32);
+}
+
+// IA32_FIXED_CTR_CTRL: per fixed counter i, bits 4i+3:4i are its enable
+// field (OS, USR), AnyThread (version 3) and PMI (SDM 18.13)
+uint64_t fixed_ctrl_valid(const PmuProfile *p)
+{
+    return bits(4 * p->num_fixed);
+}
+
+// What an MSR address is to a profile
+enum class Reg {
+    kNotMine, // not a performance-monitoring MSR
+    kAbsent,  // one the architecture has and the profile lacks: #GP
+    kPmc,
+    kFullWidthPmc,
+    kEvtsel,
+    kFixed,
+    kCapabilities,
+    kFixedCtrl,
+    kStatus,
+    kCtrl,
+    kOvfCtrl,
+};
+
+// @msr as a register of @p, and its counter index in *@index
+Reg decode(const PmuProfile *p, uint32_t msr, unsigned *index)
+{
+    struct Range {
+        uint32_t base;
+        unsigned arch, have;
+        Reg reg;
+    };
+    bool full_width = p->perf_capabilities & (uint64_t{1} << 13);
+    const Range ranges[] = {
+        {PMU_MSR_PMC0, PMU_ARCH_GP, p->num_gp, Reg::kPmc},
+        // the full-width aliases exist only with PERF_CAPABILITIES[13]
+        {PMU_MSR_A_PMC0, PMU_ARCH_GP, full_width ? p->num_gp : 0u,
+         Reg::kFullWidthPmc},
+        {PMU_MSR_PERFEVTSEL0, PMU_ARCH_GP, p->num_gp, Reg::kEvtsel},
+        {PMU_MSR_FIXED_CTR0, PMU_ARCH_FIXED, p->num_fixed, Reg::kFixed},
+    };
+
+    for (const Range &r : ranges) {
+        if (msr >= r.base && msr < r.base + r.arch) {
+            *index = msr - r.base;
+            return *index < r.have ? r.reg : Reg::kAbsent;
+        }
+    }
+    switch (msr) {
+    case PMU_MSR_PERF_CAPABILITIES:
+        return Reg::kCapabilities;
+    case PMU_MSR_FIXED_CTR_CTRL:
+        return Reg::kFixedCtrl;
+    case PMU_MSR_GLOBAL_STATUS:
+        return Reg::kStatus;
+    case PMU_MSR_GLOBAL_CTRL:
+        return Reg::kCtrl;
+    case PMU_MSR_GLOBAL_OVF_CTRL:
+        return Reg::kOvfCtrl;
+    case PMU_MSR_GLOBAL_STATUS_SET:
+    case PMU_MSR_GLOBAL_INUSE:
+        return p->version >= 4 ? Reg::kNotMine : Reg::kAbsent;
+    default:
+        return Reg::kNotMine;
+    }
+}
+
+} // namespace
+
+extern "C" {
+
+const PmuProfile *pmu_profile_find(bool intel, uint32_t family,
+                                   uint32_t model)
+{
+    if (!intel || family != 6) {
+        return nullptr;
+    }
+    switch (model) {
+    case 0x1a:
+    case 0x1e:
+    case 0x1f:
+    case 0x2e:
+        return &kNehalem;
+    default:
+        return nullptr;
+    }
+}
+
+const char *pmu_profile_name(const PmuProfile *p)
+{
+    return p->name;
+}
+
+unsigned pmu_num_gp(const PmuProfile *p)
+{
+    return p->num_gp;
+}
+
+unsigned pmu_num_fixed(const PmuProfile *p)
+{
+    return p->num_fixed;
+}
+
+void pmu_cpuid_0a(const PmuProfile *p, uint32_t *eax, uint32_t *ebx,
+                  uint32_t *ecx, uint32_t *edx)
+{
+    *eax = p->version | uint32_t{p->num_gp} << 8 |
+           uint32_t{p->gp_width} << 16 | uint32_t{p->events_len} << 24;
+    *ebx = p->events_unavailable;
+    *ecx = 0;
+    *edx = p->num_fixed | uint32_t{p->fixed_width} << 5;
+}
+
+uint64_t pmu_misc_enable_bits(const PmuProfile *)
+{
+    return PMU_MISC_ENABLE_PERF_AVAIL | PMU_MISC_ENABLE_BTS_UNAVAIL |
+           PMU_MISC_ENABLE_PEBS_UNAVAIL;
+}
+
+void pmu_reset(const PmuProfile *p, const PmuRegs *r)
+{
+    for (unsigned i = 0; i < p->num_gp; i++) {
+        r->gp_counter[i] = 0;
+        r->gp_evtsel[i] = 0;
+    }
+    for (unsigned i = 0; i < p->num_fixed; i++) {
+        r->fixed_counter[i] = 0;
+    }
+    *r->fixed_ctr_ctrl = 0;
+    *r->global_status = 0;
+    // At RESET the general-purpose counters' enable bits are set, so that
+    // software written for version 1 counts without knowing of this
+    // register (SDM 18.13; KVM does the same); the fixed counters' are
+    // clear
+    *r->global_ctrl = bits(p->num_gp);
+}
+
+PmuStatus pmu_rdmsr(const PmuProfile *p, const PmuRegs *r, uint32_t msr,
+                    uint64_t *val)
+{
+    unsigned i = 0;
+
+    switch (decode(p, msr, &i)) {
+    case Reg::kNotMine:
+        return PMU_NOT_MINE;
+    case Reg::kAbsent:
+        return PMU_GP;
+    case Reg::kPmc:
+    case Reg::kFullWidthPmc:
+        *val = r->gp_counter[i];
+        break;
+    case Reg::kEvtsel:
+        *val = r->gp_evtsel[i];
+        break;
+    case Reg::kFixed:
+        *val = r->fixed_counter[i];
+        break;
+    case Reg::kCapabilities:
+        *val = p->perf_capabilities;
+        break;
+    case Reg::kFixedCtrl:
+        *val = *r->fixed_ctr_ctrl;
+        break;
+    case Reg::kStatus:
+        *val = *r->global_status;
+        break;
+    case Reg::kCtrl:
+        *val = *r->global_ctrl;
+        break;
+    case Reg::kOvfCtrl:
+        // write-only in effect: its bits clear the status (SDM 18.13),
+        // and it reads 0, as KVM's does
+        *val = 0;
+        break;
+    }
+    return PMU_DONE;
+}
+
+PmuStatus pmu_wrmsr(const PmuProfile *p, const PmuRegs *r, uint32_t msr,
+                    uint64_t val)
+{
+    unsigned i = 0;
+
+    switch (decode(p, msr, &i)) {
+    case Reg::kNotMine:
+        return PMU_NOT_MINE;
+    case Reg::kAbsent:
+    case Reg::kCapabilities: // read-only
+    case Reg::kStatus:       // read-only before version 4
+        return PMU_GP;
+    case Reg::kPmc: {
+        // Bits 31:0 are written and the bits above them are bit 31's sign
+        // extension (SDM 18.13); EDX is ignored, which Linux relies on
+        // when it writes -left & cntval_mask
+        uint64_t sext = static_cast<uint64_t>(
+            static_cast<int64_t>(static_cast<int32_t>(val)));
+        r->gp_counter[i] = sext & counter_mask(p, false);
+        break;
+    }
+    case Reg::kFullWidthPmc:
+        // Full-width writes (a later SDM's "Full-Width Writes to
+        // Performance Counter Registers"): the whole width, #GP beyond it
+        if (val & ~counter_mask(p, false)) {
+            return PMU_GP;
+        }
+        r->gp_counter[i] = val;
+        break;
+    case Reg::kEvtsel:
+        if (val & ~kEvtselValid) {
+            return PMU_GP;
+        }
+        r->gp_evtsel[i] = val;
+        break;
+    case Reg::kFixed:
+        // The bits beyond the width are dropped, as KVM does (the SDM
+        // does not say; Linux always writes within cntval_mask)
+        r->fixed_counter[i] = val & counter_mask(p, true);
+        break;
+    case Reg::kFixedCtrl:
+        if (val & ~fixed_ctrl_valid(p)) {
+            return PMU_GP;
+        }
+        *r->fixed_ctr_ctrl = val;
+        break;
+    case Reg::kCtrl:
+        if (val & ~counter_bits(p)) {
+            return PMU_GP;
+        }
+        *r->global_ctrl = val;
+        break;
+    case Reg::kOvfCtrl:
+        if (val & ~(counter_bits(p) | p->ovf_ctrl_extra)) {
+            return PMU_GP;
+        }
+        *r->global_status &= ~val;
+        break;
+    }
+    return PMU_DONE;
+}
+
+PmuStatus pmu_rdpmc(const PmuProfile *p, const PmuRegs *r, uint32_t ecx,
+                    uint64_t *val)
+{
+    // With architectural performance monitoring, ECX[31:16] is the type
+    // (0: general-purpose, 4000H: fixed-function) and ECX[15:0] the index
+    // within it; any other type, and an index the profile does not have,
+    // raise #GP (Vol. 2B, RDPMC).  There is no "fast" read.
+    uint32_t type = ecx >> 16;
+    uint32_t index = ecx & 0xffff;
+
+    if (type == 0 && index < p->num_gp) {
+        *val = r->gp_counter[index];
+        return PMU_DONE;
+    }
+    if (type == 0x4000 && index < p->num_fixed) {
+        *val = r->fixed_counter[index];
+        return PMU_DONE;
+    }
+    return PMU_GP;
+}
+
+} // extern "C"

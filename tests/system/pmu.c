@@ -1,0 +1,252 @@
+/*
+ * The architectural PMU's CPUID leaf and MSRs, as the guest sees them:
+ * config=pmu under -cpu Nehalem,pmu=on, config=nopmu under -cpu Nehalem
+ * (and -cpu max,pmu=on, which has no PMU profile): nothing changes there.
+ * The expected values are a real Nehalem's (CPUID 0AH of a Core i5 750:
+ * EAX 0x07300403, EDX 0x603; PERF_CAPABILITIES 0x1c3) and the field
+ * layouts of Intel SDM Vol. 3B 18.13 and Vol. 2B (RDPMC), written out by
+ * hand; the probe is the one Linux's check_hw_exists() makes.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#include "pmu.h"
+#include "processor.h"
+
+#define X86_CR4_PCE                 BIT(8)
+#define CPUID_1_ECX_PDCM            BIT(15)
+
+#define MSR_IA32_PMC0               0xc1
+#define MSR_IA32_PERFEVTSEL0        0x186
+#define MSR_IA32_MISC_ENABLE        0x1a0
+#define MSR_IA32_FIXED_CTR0         0x309
+#define MSR_IA32_PERF_CAPABILITIES  0x345
+#define MSR_IA32_FIXED_CTR_CTRL     0x38d
+#define MSR_IA32_PERF_GLOBAL_STATUS 0x38e
+#define MSR_IA32_PERF_GLOBAL_CTRL   0x38f
+#define MSR_IA32_PERF_GLOBAL_OVF_CTRL 0x390
+#define MSR_IA32_A_PMC0             0x4c1
+
+struct rdpmc_probe {
+    u32 ecx;
+    unsigned vec;
+    u64 val;
+};
+
+static void rdpmc_probe(struct rdpmc_probe *p)
+{
+    u32 lo = 0, hi = 0;
+
+    asm volatile(ASM_TRY("1f") "rdpmc\n\t" "1:\n\t"
+                 : "+a"(lo), "=d"(hi) : "c"(p->ecx) : "memory");
+    p->vec = exception_vector();
+    p->val = (u64)hi << 32 | lo;
+}
+
+static void user_rdpmc(void *arg)
+{
+    rdpmc_probe(arg);
+}
+
+static void test_cpuid(void)
+{
+    struct cpuid c = cpuid(1);
+    u32 fms = c.a & 0x0fff0ff0;
+
+    report(fms == 0x000106a0, "CPUID.1:EAX family/model - expect 06_1AH "
+           "(got %x)", c.a);
+    report(c.c & CPUID_1_ECX_PDCM, "CPUID.1:ECX.PDCM[15] - expect 1");
+    c = cpuid_indexed(0xa, 0);
+    report(c.a == 0x07300403, "CPUID.0AH:EAX - expect 0x07300403: version "
+           "3, 4 counters, 48 bits, 7 events (got %x)", c.a);
+    report(c.b == 0, "CPUID.0AH:EBX - expect 0: all 7 events (got %x)", c.b);
+    report(c.c == 0, "CPUID.0AH:ECX - expect 0 (got %x)", c.c);
+    report(c.d == 0x603, "CPUID.0AH:EDX - expect 0x603: 3 fixed counters, "
+           "48 bits (got %x)", c.d);
+}
+
+static void test_reset_values(void)
+{
+    u64 v = 0;
+    unsigned i, vec;
+    bool zero = true;
+
+    for (i = 0; i < 4; i++) {
+        zero &= !rdmsr_safe(MSR_IA32_PMC0 + i, &v) && v == 0;
+        zero &= !rdmsr_safe(MSR_IA32_PERFEVTSEL0 + i, &v) && v == 0;
+    }
+    for (i = 0; i < 3; i++) {
+        zero &= !rdmsr_safe(MSR_IA32_FIXED_CTR0 + i, &v) && v == 0;
+    }
+    report(zero, "PMC0-3, PERFEVTSEL0-3, FIXED_CTR0-2 after RESET - "
+           "expect 0");
+    vec = rdmsr_safe(MSR_IA32_PERF_GLOBAL_CTRL, &v);
+    report(!vec && v == 0xf,
+           "PERF_GLOBAL_CTRL after RESET - expect 0xf, the general "
+           "counters' enables (got %lx)", (unsigned long)v);
+    report(!rdmsr_safe(MSR_IA32_FIXED_CTR_CTRL, &v) && v == 0,
+           "FIXED_CTR_CTRL after RESET - expect 0");
+    report(!rdmsr_safe(MSR_IA32_PERF_GLOBAL_STATUS, &v) && v == 0,
+           "PERF_GLOBAL_STATUS after RESET - expect 0");
+    vec = rdmsr_safe(MSR_IA32_PERF_CAPABILITIES, &v);
+    report(!vec && v == 0x1c3,
+           "PERF_CAPABILITIES - expect 0x1c3 (got %lx)", (unsigned long)v);
+    vec = rdmsr_safe(MSR_IA32_MISC_ENABLE, &v);
+    report(!vec && (v & 0x1880) == 0x1880,
+           "MISC_ENABLE bits 7, 11, 12 - expect set: PMU available, BTS "
+           "and PEBS unavailable (got %lx)", (unsigned long)v);
+}
+
+static void test_writes(void)
+{
+    u64 v = 0, misc = 0;
+    unsigned i;
+
+    /* check_hw_exists(): read, xor 0xffff, write, read back */
+    rdmsr_safe(MSR_IA32_PMC0, &v);
+    v ^= 0xffff;
+    report(!wrmsr_safe(MSR_IA32_PMC0, v) &&
+           !rdmsr_safe(MSR_IA32_PMC0, &v) && v == 0xffff,
+           "PMC0 write and read back (Linux's probe) - expect 0xffff");
+    wrmsr_safe(MSR_IA32_PMC0 + 1, 0x80000000ull);
+    rdmsr_safe(MSR_IA32_PMC0 + 1, &v);
+    report(v == 0xffff80000000ull, "PMC1 := 0x80000000 - expect bit 31 "
+           "sign-extended to 48 bits, 0xffff80000000 (got %lx)",
+           (unsigned long)v);
+    wrmsr_safe(MSR_IA32_PMC0 + 3, 0xdead00001234ull);
+    rdmsr_safe(MSR_IA32_PMC0 + 3, &v);
+    report(v == 0x1234, "PMC3 := 0xdead00001234 - expect EDX ignored, "
+           "0x1234 (got %lx)", (unsigned long)v);
+    wrmsr_safe(MSR_IA32_FIXED_CTR0 + 2, ~0ull);
+    rdmsr_safe(MSR_IA32_FIXED_CTR0 + 2, &v);
+    report(v == 0xffffffffffffull, "FIXED_CTR2 := ~0 - expect 48 bits "
+           "(got %lx)", (unsigned long)v);
+    report(!wrmsr_safe(MSR_IA32_PERFEVTSEL0 + 2, 0xffffffffull) &&
+           !rdmsr_safe(MSR_IA32_PERFEVTSEL0 + 2, &v) && v == 0xffffffff,
+           "PERFEVTSEL2 := 0xffffffff - expect every field of bits 31:0 "
+           "kept");
+    report(!wrmsr_safe(MSR_IA32_FIXED_CTR_CTRL, 0xfff) &&
+           !rdmsr_safe(MSR_IA32_FIXED_CTR_CTRL, &v) && v == 0xfff,
+           "FIXED_CTR_CTRL := 0xfff - expect kept");
+    report(!wrmsr_safe(MSR_IA32_PERF_GLOBAL_CTRL, 0x700000005ull) &&
+           !rdmsr_safe(MSR_IA32_PERF_GLOBAL_CTRL, &v) && v == 0x700000005ull,
+           "PERF_GLOBAL_CTRL := 0x700000005 - expect kept");
+    report(!wrmsr_safe(MSR_IA32_PERF_GLOBAL_OVF_CTRL, 0xe00000070000000full) &&
+           !rdmsr_safe(MSR_IA32_PERF_GLOBAL_OVF_CTRL, &v) && v == 0,
+           "PERF_GLOBAL_OVF_CTRL := every defined bit - expect it to read 0");
+
+    /* MISC_ENABLE's performance-monitoring bits are read-only */
+    rdmsr_safe(MSR_IA32_MISC_ENABLE, &misc);
+    wrmsr_safe(MSR_IA32_MISC_ENABLE, misc & ~0x1880ull);
+    rdmsr_safe(MSR_IA32_MISC_ENABLE, &v);
+    report(v == misc, "MISC_ENABLE with bits 7, 11, 12 cleared - expect "
+           "them still set (got %lx)", (unsigned long)v);
+
+    /* what the profile does not have, and reserved bits: #GP */
+    report(wrmsr_safe(MSR_IA32_PERFEVTSEL0, 1ull << 32) == GP_VECTOR,
+           "PERFEVTSEL0 bit 32 - expect #GP");
+    report(wrmsr_safe(MSR_IA32_FIXED_CTR_CTRL, 0x1000) == GP_VECTOR,
+           "FIXED_CTR_CTRL bit 12 - expect #GP");
+    report(wrmsr_safe(MSR_IA32_PERF_GLOBAL_CTRL, 0x10) == GP_VECTOR &&
+           wrmsr_safe(MSR_IA32_PERF_GLOBAL_CTRL, 1ull << 35) == GP_VECTOR,
+           "PERF_GLOBAL_CTRL bits 4 and 35 - expect #GP");
+    report(wrmsr_safe(MSR_IA32_PERF_GLOBAL_OVF_CTRL, 0x10) == GP_VECTOR,
+           "PERF_GLOBAL_OVF_CTRL bit 4 - expect #GP");
+    report(wrmsr_safe(MSR_IA32_PERF_GLOBAL_STATUS, 0) == GP_VECTOR,
+           "PERF_GLOBAL_STATUS written - expect #GP (read-only)");
+    report(wrmsr_safe(MSR_IA32_PERF_CAPABILITIES, 0x1c3) == GP_VECTOR,
+           "PERF_CAPABILITIES written - expect #GP (read-only)");
+    for (i = 0; i < 4; i++) {
+        static const u32 absent[] = {
+            MSR_IA32_PMC0 + 4, MSR_IA32_PERFEVTSEL0 + 4,
+            MSR_IA32_FIXED_CTR0 + 3, MSR_IA32_A_PMC0,
+        };
+        report(rdmsr_safe(absent[i], &v) == GP_VECTOR &&
+               wrmsr_safe(absent[i], 0) == GP_VECTOR,
+               "RDMSR and WRMSR %x (not in the profile) - expect #GP",
+               absent[i]);
+    }
+    report(rdmsr_safe(0x391, &v) == GP_VECTOR &&
+           rdmsr_safe(0x392, &v) == GP_VECTOR,
+           "version 4's GLOBAL_STATUS_SET and GLOBAL_INUSE - expect #GP");
+
+    /* leave the counters off for the RDPMC test */
+    wrmsr_safe(MSR_IA32_PERF_GLOBAL_CTRL, 0);
+    wrmsr_safe(MSR_IA32_FIXED_CTR_CTRL, 0);
+    wrmsr_safe(MSR_IA32_PERFEVTSEL0 + 2, 0);
+}
+
+static void test_rdpmc(void)
+{
+    struct rdpmc_probe p;
+    unsigned long cr4 = read_cr4();
+    int ret;
+
+    wrmsr_safe(MSR_IA32_PMC0 + 2, 0x87654321ull);
+    wrmsr_safe(MSR_IA32_FIXED_CTR0 + 1, 0xba9876543210ull);
+
+    p = (struct rdpmc_probe){ .ecx = 2 };
+    rdpmc_probe(&p);
+    report(!p.vec && p.val == 0xffff87654321ull, "RDPMC(2) at CPL0 - "
+           "expect PMC2, 0xffff87654321 (got vector %u, %lx)", p.vec,
+           (unsigned long)p.val);
+    p = (struct rdpmc_probe){ .ecx = 0x40000001 };
+    rdpmc_probe(&p);
+    report(!p.vec && p.val == 0xba9876543210ull, "RDPMC(0x40000001) - "
+           "expect FIXED_CTR1, 0xba9876543210 (got vector %u, %lx)", p.vec,
+           (unsigned long)p.val);
+    static const u32 bad[] = { 4, 0x40000003, 0x80000000, 0x80000002,
+                               0x20000000, 0x10000 };
+    for (unsigned i = 0; i < ARRAY_SIZE(bad); i++) {
+        p = (struct rdpmc_probe){ .ecx = bad[i] };
+        rdpmc_probe(&p);
+        report(p.vec == GP_VECTOR, "RDPMC(%x) - expect #GP (got vector %u)",
+               bad[i], p.vec);
+    }
+
+    write_cr4(cr4 & ~X86_CR4_PCE);
+    p = (struct rdpmc_probe){ .ecx = 2 };
+    ret = run_in_user(user_rdpmc, &p);
+    report(!ret && p.vec == GP_VECTOR, "RDPMC at CPL3 with CR4.PCE = 0 - "
+           "expect #GP (got vector %u)", p.vec);
+    write_cr4(cr4 | X86_CR4_PCE);
+    p = (struct rdpmc_probe){ .ecx = 0x40000001 };
+    ret = run_in_user(user_rdpmc, &p);
+    report(!ret && !p.vec && p.val == 0xba9876543210ull, "RDPMC at CPL3 "
+           "with CR4.PCE = 1 - expect FIXED_CTR1 (got vector %u, %lx)",
+           p.vec, (unsigned long)p.val);
+    write_cr4(cr4);
+}
+
+static void test_no_pmu(void)
+{
+    struct cpuid c = cpuid_indexed(0xa, 0);
+    struct rdpmc_probe p = { .ecx = 0 };
+    u64 v = 1;
+
+    report(!c.a && !c.b && !c.c && !c.d, "CPUID.0AH - expect 0 (got %x %x "
+           "%x %x)", c.a, c.b, c.c, c.d);
+    report(!(cpuid(1).c & CPUID_1_ECX_PDCM), "CPUID.1:ECX.PDCM - expect 0");
+    /* upstream TCG: PMU MSRs ignore writes and read 0, RDPMC is #UD */
+    report(!wrmsr_safe(MSR_IA32_PMC0, 0x1234) &&
+           !rdmsr_safe(MSR_IA32_PMC0, &v) && v == 0,
+           "PMC0 := 0x1234 - expect the write ignored, as upstream");
+    rdpmc_probe(&p);
+    report(p.vec == UD_VECTOR, "RDPMC(0) at CPL0 - expect #UD, as upstream "
+           "(got vector %u)", p.vec);
+}
+
+int pmu_main(bool pmu)
+{
+    report_prefix_push(pmu ? "pmu" : "nopmu");
+    if (pmu) {
+        test_cpuid();
+        test_reset_values();
+        test_writes();
+        test_rdpmc();
+    } else {
+        test_no_pmu();
+    }
+    report_prefix_pop();
+    return report_summary();
+}

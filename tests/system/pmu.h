@@ -1,0 +1,14 @@
+/*
+ * The architectural PMU tests (pmu.c): config=pmu and config=nopmu.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#ifndef PMU_H
+#define PMU_H
+
+#include "libcflat.h"
+
+/* Run the tests for a CPU with (@pmu) or without a PMU; the summary */
+int pmu_main(bool pmu);
+
+#endif
