@@ -32,7 +32,9 @@
  *
  * Environment (set by lwp-prof record): LWP_PROF_OUT, the record file;
  * LWP_PROF_EVENTS, "ire:N,bre:N,..."; LWP_PROF_RING_KB and
- * LWP_PROF_THRESHOLD_KB; LWP_PROF_PROCESSES, the record file again.
+ * LWP_PROF_THRESHOLD_KB; LWP_PROF_PROCESSES, the record file again;
+ * LWP_PROF_QUIET, when set, keeps the notes out of stderr (not the
+ * warnings: a thread whose records stop).
  * Without LWP_PROF_OUT the library profiles nothing; the constructor
  * removes it, so programs the profiled one starts are not profiled into
  * the same file.  They are counted there instead: a forked child, and a
@@ -107,6 +109,7 @@ static struct {
     int (*real_pthread_sigmask)(int, const sigset_t *, sigset_t *);
     int (*real_sigprocmask)(int, const sigset_t *, sigset_t *);
     int mask_noted;
+    int quiet;              /* LWP_PROF_QUIET: notes go to the file only */
     int (*real_pthread_create)(pthread_t *, const pthread_attr_t *,
                                void *(*)(void *), void *);
     void *(*real_dlopen)(const char *, int);
@@ -197,15 +200,15 @@ static void put_text(uint32_t type, const char *text, size_t len)
     put_chunk(type, &v, 1);
 }
 
-static void note(const char *fmt, ...)
+/*
+ * A NOTE chunk, also on stderr: a note only without -q, a warning (some
+ * of the profile is lost) always
+ */
+static void vnote(int warning, const char *fmt, va_list ap)
 {
     char line[512];
-    va_list ap;
-    int n;
+    int n = vsnprintf(line, sizeof(line) - 1, fmt, ap);
 
-    va_start(ap, fmt);
-    n = vsnprintf(line, sizeof(line) - 1, fmt, ap);
-    va_end(ap);
     if (n < 0) {
         return;
     }
@@ -214,9 +217,30 @@ static void note(const char *fmt, ...)
     }
     put_text(LWPPROF_NOTE, line, n);
     line[n] = '\n';
+    if (g.quiet && !warning) {
+        return;
+    }
     if (write(2, "lwp-prof: ", 10) < 0 || write(2, line, n + 1) < 0) {
         /* stderr closed */
     }
+}
+
+static void note(const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    vnote(0, fmt, ap);
+    va_end(ap);
+}
+
+static void warn(const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    vnote(1, fmt, ap);
+    va_end(ap);
 }
 
 static void put_maps(void)
@@ -352,7 +376,7 @@ static void own_lwpcb(struct thr *t, uint64_t cur, const char *when)
         return;
     }
     t->own_noted = 1;
-    note("lwp-in-use: thread %u: the program changed the thread's LWPCB "
+    warn("lwp-in-use: thread %u: the program changed the thread's LWPCB "
          "(SLWPCB is %p, not lwp-prof's %p; found %s): its own use of LWP "
          "replaced lwp-prof's, whose records stop there", t->tid,
          (void *)(uintptr_t)cur, (void *)t->cb, when);
@@ -726,7 +750,7 @@ static void *thread_trampoline(void *p)
         t->seq = s.seq;
         why = thread_start(t);
         if (why) {
-            note("thread %u not profiled: %s", gettid_(), why);
+            warn("thread %u not profiled: %s", gettid_(), why);
             free(t);
         }
     } else {
@@ -971,6 +995,7 @@ static void lwp_prof_start(void)
         return;
     }
     parse_events(events && *events ? events : "ire:100000");
+    g.quiet = getenv("LWP_PROF_QUIET") != NULL;
     g.ring_size = env_number("LWP_PROF_RING_KB", 1024, 65536) << 10;
     g.threshold = env_number("LWP_PROF_THRESHOLD_KB", 512, 65536) << 10;
 
@@ -990,11 +1015,23 @@ static void lwp_prof_start(void)
         fail("LWP's threshold interrupt is not available");
     }
     if ((g.want & ~a) & LWP_FEAT_EVENTS_MASK) {
-        char msg[128];
+        char msg[160];
+        int n = snprintf(msg, sizeof(msg), "events not available here:");
 
-        snprintf(msg, sizeof(msg), "events not available here: LWP offers "
-                 "flags 0x%x, asked for 0x%x", a & LWP_FEAT_EVENTS_MASK,
-                 g.want);
+        for (int pass = 0; pass < 2; pass++) {
+            uint32_t set = pass ? a : g.want & ~a;
+            const char *sep = " ";
+
+            for (int id = 2; id <= LWP_NUM_EVENTS; id++) {
+                if (set & (1u << id)) {
+                    n += snprintf(msg + n, sizeof(msg) - n, "%s%s", sep,
+                                  event_names[id]);
+                    sep = ", ";
+                }
+            }
+            n += snprintf(msg + n, sizeof(msg) - n, "%s", pass ? ")" :
+                          " (this CPU's LWP offers");
+        }
         fail(msg);
     }
     g.want |= LWP_FEAT_INT;

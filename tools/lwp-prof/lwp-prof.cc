@@ -1,4 +1,4 @@
-// lwp-prof: record a program with AMD LWP and report where its time goes
+// lwp-prof: record a program with AMD LWP and report where its events are
 //
 //   lwp-prof record [-e ire:N,bre:N,...] -o FILE -- PROGRAM ARGS...
 //   lwp-prof report [options] FILE
@@ -52,7 +52,9 @@ const char *const kUsage =
     "Profile an unmodified, dynamically linked x86-64 program with AMD\n"
     "Lightweight Profiling (LWP): `record` runs it with a preload library\n"
     "that enables LWP in every thread and writes LWP's records to FILE;\n"
-    "`report` shows where the time went.  docs/lwp-prof.md has the details.\n"
+    "`report` ranks functions, lines and instructions by the events LWP\n"
+    "sampled: instructions, branches, DCache misses or the clocks of\n"
+    "qemu-lwp's cost model.  docs/lwp-prof.md has the details.\n"
     "\n"
     "record options:\n"
     "  -o, --output FILE     the record file (required)\n"
@@ -75,13 +77,38 @@ const char *const kUsage =
     "      --top N           functions to list (default 20, 0: all)\n"
     "      --annotate N      hottest functions to disassemble (default 3)\n"
     "      --branches N      hot branches to list (default 10)\n"
-    "      --event NAME      the event that ranks functions (default ire)\n"
+    "      --event NAME      the event that ranks functions (default: the\n"
+    "                        first of ire, bre, dme, cnh, rnh in FILE)\n"
+    "      --force           read a file whose recording did not finish:\n"
+    "                        its whole chunks\n"
     "  -s, --speedscope OUT  write the speedscope profile there (default\n"
     "                        FILE.speedscope.json; '-' for none)\n"
     "  report exits 0, 1 on a bad file, 2 on bad usage\n";
 
 const char *const kEventNames[LWP_NUM_EVENTS + 1] = {
     nullptr, "val", "ire", "bre", "dme", "cnh", "rnh",
+};
+const char *const kEventLong[LWP_NUM_EVENTS + 1] = {
+    nullptr, "Programmed Value", "Instructions Retired", "Branches Retired",
+    "DCache Misses", "CPU Clocks not Halted", "Reference Clocks not Halted",
+};
+// What one event is: the unit of an interval
+const char *const kEventUnits[LWP_NUM_EVENTS + 1] = {
+    nullptr, "LWPVALs", "instructions", "branches", "DCache misses",
+    "clocks", "reference clocks",
+};
+// What a ranking by the event measures (docs/lwp-prof.md, "Events")
+const char *const kEventMeasures[LWP_NUM_EVENTS + 1] = {
+    nullptr, "",
+    "(where instructions retire: work done, not time; a cache miss or a "
+    "mispredicted branch counts as one instruction)",
+    "(where branches retire, taken or not)",
+    "(loads that miss the DCache of qemu-lwp's cache model, "
+    "docs/cache-model.md)",
+    "(clocks of qemu-lwp's cost model: one per instruction and one more per "
+    "branch; not the host's time)",
+    "(clocks of qemu-lwp's cost model: one per instruction and one more per "
+    "branch; not the host's time)",
 };
 
 [[noreturn]] void die(int status, const char *fmt, ...)
@@ -435,20 +462,30 @@ bool walk(const std::vector<uint8_t> &d, Profile *prof, size_t *good_end,
     return true;
 }
 
-bool load_profile(const std::string &path, Profile &prof, std::string &err)
+// With @force, a file cut short is read up to its last whole chunk, and
+// one without END is read; *warning then says what is missing
+bool load_profile(const std::string &path, Profile &prof, std::string &err,
+                  bool force = false, std::string *warning = nullptr)
 {
     std::vector<uint8_t> d;
     size_t good;
     if (!read_file(path, d, err)) {
         return false;
     }
+    const char *retry = " (report --force reads what is whole)";
     if (!walk(d, &prof, &good, err)) {
-        err = path + ": " + err;
-        return false;
+        if (!force || err.compare(0, 10, "truncated:") != 0) {
+            err = path + ": " + err +
+                  (err.compare(0, 10, "truncated:") ? "" : retry);
+            return false;
+        }
+        *warning = err + "; read up to byte " + std::to_string(good);
+    } else if (!prof.has_end && force) {
+        *warning = "no END chunk: the recording did not finish";
     }
-    if (!prof.has_end) {
+    if (!prof.has_end && !force) {
         err = path + ": truncated: no END chunk (the recording did not "
-              "finish, or the file was cut)";
+              "finish, or the file was cut)" + retry;
         return false;
     }
     if (prof.info.empty()) {
@@ -457,6 +494,17 @@ bool load_profile(const std::string &path, Profile &prof, std::string &err)
         return false;
     }
     return true;
+}
+
+// The EventInterval that LLWPCB wrote back for event @id, 0 when the
+// file has no such event
+uint64_t interval_of(const Profile &prof, int id)
+{
+    if (id < 2 || id > LWP_NUM_EVENTS) {
+        return 0;
+    }
+    auto it = prof.info.find(std::string("interval.") + kEventNames[id]);
+    return it == prof.info.end() ? 0 : strtoull(it->second.c_str(), nullptr, 10);
 }
 
 // The processes the program started, which lwp-prof does not profile:
@@ -510,8 +558,10 @@ struct RecordOpts {
     std::vector<std::string> argv, qemu_args;
 };
 
-// Validate "ire:N,bre:N": a message, or "" when good
-std::string check_events(const std::string &spec)
+// Validate "ire:N,bre:N": a message, or "" when good; *asked gets each
+// event's interval (100000 when not given)
+std::string check_events(const std::string &spec,
+                         std::map<int, unsigned long> *asked = nullptr)
 {
     std::set<int> seen;
     size_t pos = 0;
@@ -532,6 +582,9 @@ std::string check_events(const std::string &spec)
         if (!seen.insert(id).second) {
             return "event '" + name + "' given twice";
         }
+        if (asked) {
+            (*asked)[id] = 100000;
+        }
         if (colon != std::string::npos) {
             std::string num = tok.substr(colon + 1);
             char *end;
@@ -541,6 +594,9 @@ std::string check_events(const std::string &spec)
                 num[0] == '-') {
                 return "interval '" + num + "' of " + name +
                        " is not a number up to 33554431 (0x1ffffff)";
+            }
+            if (asked) {
+                (*asked)[id] = v;
             }
         }
     }
@@ -737,6 +793,11 @@ int cmd_record(int argc, char **argv)
     std::string qemu;
     if (!native) {
         qemu = find_qemu(o);
+        if (!o.qemu.empty() && !is_exec(qemu)) {
+            die(125, "--qemu %s: %s", qemu.c_str(),
+                access(qemu.c_str(), F_OK) ? strerror(errno)
+                                           : "not an executable file");
+        }
         if (qemu.empty() || !is_exec(qemu)) {
             die(125, "no qemu-x86_64 found: this CPU has no LWP; give "
                 "--qemu PATH to qemu-lwp's build/qemu-x86_64");
@@ -804,6 +865,9 @@ int cmd_record(int argc, char **argv)
                1);
         if (native) {
             setenv("LD_PRELOAD", ld.c_str(), 1);
+        }
+        if (o.quiet) {
+            setenv("LWP_PROF_QUIET", "1", 1);
         }
         for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) {
             signal(s, SIG_DFL);
@@ -898,6 +962,19 @@ int cmd_record(int argc, char **argv)
                 plural(prof.records.size(), "record").c_str(),
                 plural(prof.threads.size(), "thread").c_str(), missed,
                 o.output.c_str());
+        std::map<int, unsigned long> asked;
+        check_events(o.events, &asked);
+        for (const auto &a : asked) {
+            auto it = prof.info.find(std::string("interval.") +
+                                     kEventNames[a.first]);
+            unsigned long used = it == prof.info.end()
+                ? a.second : strtoul(it->second.c_str(), nullptr, 10);
+            if (used != a.second) {
+                fprintf(stderr, "lwp-prof: %s:%lu: LWP uses interval %lu, "
+                        "its minimum: a record per %lu events\n",
+                        kEventNames[a.first], a.second, used, used + 1);
+            }
+        }
         if (u.count) {
             fprintf(stderr, "lwp-prof: %s the program started %s not "
                     "profiled (lwp-prof follows neither fork nor exec)\n",
@@ -989,8 +1066,12 @@ public:
             GElf_Sym sym;
             const char *name = dwfl_module_addrinfo(mod, ip, &off, &sym,
                                                     nullptr, nullptr, nullptr);
-            if (name && (sym.st_size == 0 || off < sym.st_size)) {
-                si.func = demangle(name);
+            if (plt_entry(mod, ip, si)) {
+                // a PLT stub, named as objdump names it
+            } else if (name && (sym.st_size == 0 || off < sym.st_size)) {
+                // without the symbol version (memcpy@@GLIBC_2.14)
+                std::string n = name;
+                si.func = demangle(n.substr(0, n.find('@')).c_str());
                 si.func_start = ip - off;
                 si.func_size = sym.st_size;
                 si.has_sym = true;
@@ -1059,6 +1140,79 @@ public:
     }
 
 private:
+    // A PLT entry (.plt, .plt.sec) as objdump names it: the symbol of its
+    // R_X86_64_JUMP_SLOT relocation in .rela.plt, "@plt"; "*ABS*+0xADDR@plt"
+    // for an IRELATIVE one.  In .plt, entry 0 is the lazy resolver's
+    // ("[.plt]") and entry k the stub of relocation k-1; in .plt.sec,
+    // entry k is relocation k's.
+    bool plt_entry(Dwfl_Module *mod, uint64_t ip, SymInfo &si)
+    {
+        GElf_Addr bias = 0;
+        Elf *e = dwfl_module_getelf(mod, &bias);
+        size_t shstr;
+        if (!e || elf_getshdrstrndx(e, &shstr) != 0) {
+            return false;
+        }
+        uint64_t a = ip - bias, start = 0, entsize = 16;
+        bool sec = false, found = false;
+        Elf_Scn *scn = nullptr, *rela = nullptr;
+        GElf_Shdr rsh{};
+        while ((scn = elf_nextscn(e, scn))) {
+            GElf_Shdr sh;
+            const char *name;
+            if (!gelf_getshdr(scn, &sh) ||
+                !(name = elf_strptr(e, shstr, sh.sh_name))) {
+                continue;
+            }
+            if (!strcmp(name, ".rela.plt")) {
+                rela = scn;
+                rsh = sh;
+            } else if ((!strcmp(name, ".plt") || !strcmp(name, ".plt.sec")) &&
+                       a >= sh.sh_addr && a < sh.sh_addr + sh.sh_size) {
+                start = sh.sh_addr;
+                entsize = sh.sh_entsize ? sh.sh_entsize : 16;
+                sec = !strcmp(name, ".plt.sec");
+                found = true;
+            }
+        }
+        if (!found) {
+            return false;
+        }
+        uint64_t k = (a - start) / entsize;
+        si.func_start = start + k * entsize + bias;
+        si.func_size = entsize;
+        si.has_sym = true;
+        if (!sec && k == 0) {
+            si.func = "[.plt]";
+            return true;
+        }
+        uint64_t r = sec ? k : k - 1;
+        Elf_Data *rd = rela ? elf_getdata(rela, nullptr) : nullptr;
+        GElf_Rela rel;
+        if (!rd || !gelf_getrela(rd, int(r), &rel)) {
+            si.func = "[.plt]";
+            return true;
+        }
+        char b[64];
+        size_t symi = GELF_R_SYM(rel.r_info);
+        Elf_Scn *dyn = elf_getscn(e, rsh.sh_link);
+        GElf_Shdr dsh;
+        Elf_Data *dd = dyn ? elf_getdata(dyn, nullptr) : nullptr;
+        GElf_Sym sym;
+        const char *n = nullptr;
+        if (symi && dd && gelf_getshdr(dyn, &dsh) && gelf_getsym(dd, int(symi), &sym)) {
+            n = elf_strptr(e, dsh.sh_link, sym.st_name);
+        }
+        if (n && *n) {
+            si.func = demangle(n) + "@plt";
+        } else {
+            snprintf(b, sizeof(b), "*ABS*+0x%" PRIx64 "@plt",
+                     uint64_t(rel.r_addend));
+            si.func = b;
+        }
+        return true;
+    }
+
     // The FDE start addresses of a module, from the binary search table
     // of .eh_frame_hdr (LSB 10.6.2) that the linker writes even into
     // stripped files: udata4 count and datarel sdata4 pairs, what GNU ld
@@ -1235,7 +1389,7 @@ std::string json_str(const std::string &s)
     return r + "\"";
 }
 
-void annotate(Symbolizer &sym, const Func &f, uint64_t interval)
+void annotate(Symbolizer &sym, const Func &f, const char *evlong)
 {
     printf("\n%s (%s", f.name.c_str(), f.module.c_str());
     if (!f.file.empty()) {
@@ -1298,21 +1452,35 @@ void annotate(Symbolizer &sym, const Func &f, uint64_t interval)
         off += len;
     }
     cs_close(&cs);
-    // Whole functions up to 80 instructions; else the hot instructions
-    // (>= 1% of the function's samples) with 3 instructions around them
+    // Whole functions up to 80 instructions; else the hot regions: the
+    // instructions with the most samples (most first, equal counts in
+    // address order) until they hold 90% of the function's samples, each
+    // with 3 instructions around it
     std::vector<bool> show(lines.size(), lines.size() <= 80);
     if (lines.size() > 80) {
+        std::vector<size_t> hot;
         for (size_t i = 0; i < lines.size(); i++) {
-            if (lines[i].samples * 100 >= f.samples && lines[i].samples) {
-                for (size_t j = i >= 3 ? i - 3 : 0;
-                     j < std::min(lines.size(), i + 4); j++) {
-                    show[j] = true;
-                }
+            if (lines[i].samples) {
+                hot.push_back(i);
+            }
+        }
+        std::stable_sort(hot.begin(), hot.end(), [&](size_t a, size_t b) {
+            return lines[a].samples > lines[b].samples;
+        });
+        uint64_t held = 0;
+        for (size_t i : hot) {
+            if (held * 10 >= f.samples * 9) {
+                break;
+            }
+            held += lines[i].samples;
+            for (size_t j = i >= 3 ? i - 3 : 0;
+                 j < std::min(lines.size(), i + 4); j++) {
+                show[j] = true;
             }
         }
     }
-    printf("  %8s %6s  %-8s %s\n", "samples", "share", "offset",
-           "instruction (samples: Instructions Retired records)");
+    printf("  %8s %6s  %-8s instruction (samples: %s records)\n", "samples",
+           "share", "offset", evlong);
     bool gap = false;
     for (size_t i = 0; i < lines.size(); i++) {
         if (!show[i]) {
@@ -1339,14 +1507,24 @@ void annotate(Symbolizer &sym, const Func &f, uint64_t interval)
     if (gap) {
         printf("  %8s\n", "...");
     }
-    (void)interval;
+    if (lines.size() > 80) {
+        uint64_t shown = 0;
+        size_t n = 0;
+        for (size_t i = 0; i < lines.size(); i++) {
+            shown += show[i] ? lines[i].samples : 0;
+            n += show[i];
+        }
+        printf("  (hot regions: %" PRIu64 " of its %" PRIu64 " samples in %zu "
+               "of its %zu instructions)\n", shown, f.samples, n,
+               lines.size());
+    }
 }
 
 int cmd_report(int argc, char **argv)
 {
-    std::string file, speedscope, event = "ire";
+    std::string file, speedscope, event;
     unsigned long top = 20, nannotate = 3, nbranches = 10;
-    bool speedscope_set = false;
+    bool speedscope_set = false, force = false;
     auto number = [](const char *opt, const char *v) {
         char *end;
         errno = 0;
@@ -1379,6 +1557,8 @@ int cmd_report(int argc, char **argv)
         } else if (a == "-s" || a == "--speedscope") {
             speedscope = need("-s");
             speedscope_set = true;
+        } else if (a == "--force") {
+            force = true;
         } else if (a == "-h" || a == "--help") {
             fputs(kUsage, stdout);
             return 0;
@@ -1398,19 +1578,39 @@ int cmd_report(int argc, char **argv)
     }
 
     Profile prof;
-    std::string err;
-    if (!load_profile(file, prof, err)) {
+    std::string err, warning;
+    if (!load_profile(file, prof, err, force, &warning)) {
         die(1, "%s", err.c_str());
     }
-    Symbolizer sym(prof.maps);
-    int ev = event_id(event);
-    uint64_t interval = 0;
-    {
-        auto it = prof.info.find("interval." + event);
-        if (it != prof.info.end()) {
-            interval = strtoull(it->second.c_str(), nullptr, 10);
+    // The event that ranks: --event, else the first the file has
+    std::string recorded;
+    for (int id = 2; id <= LWP_NUM_EVENTS; id++) {
+        if (interval_of(prof, id)) {
+            if (event.empty()) {
+                event = kEventNames[id];
+            }
+            recorded += std::string(recorded.empty() ? "" : ", ") +
+                        kEventNames[id];
         }
     }
+    if (event.empty()) {
+        event = "ire";
+    } else if (!interval_of(prof, event_id(event))) {
+        die(2, "report: %s has no %s records (it has %s)", file.c_str(),
+            event.c_str(), recorded.empty() ? "none" : recorded.c_str());
+    }
+    int ev = event_id(event);
+    uint64_t interval = interval_of(prof, ev);
+    // Before anything is printed: a report that cannot be written whole
+    // is not started
+    FILE *ss = nullptr;
+    if (speedscope != "-") {
+        ss = fopen(speedscope.c_str(), "w");
+        if (!ss) {
+            die(1, "%s: %s", speedscope.c_str(), strerror(errno));
+        }
+    }
+    Symbolizer sym(prof.maps);
 
     // Header
     uint64_t by_event[256] = {};
@@ -1421,16 +1621,23 @@ int cmd_report(int argc, char **argv)
            prof.info["exe"].c_str());
     printf("  settings: LWPCB.Flags %s", prof.info["flags"].c_str());
     for (int id = 2; id <= LWP_NUM_EVENTS; id++) {
-        auto it = prof.info.find(std::string("interval.") + kEventNames[id]);
-        if (it != prof.info.end()) {
-            printf(", %s every %s", kEventNames[id], it->second.c_str());
+        if (uint64_t iv = interval_of(prof, id)) {
+            printf(", %s interval %" PRIu64 " (a record per %" PRIu64 " %s)",
+                   kEventNames[id], iv, iv + 1, kEventUnits[id]);
         }
     }
     printf("; ring %s bytes per thread\n", prof.info["ring_bytes"].c_str());
-    printf("  program: %s %d\n",
-           prof.end.how == LWPPROF_END_EXITED ? "exited with status"
-                                              : "killed by signal",
-           prof.end.code);
+    if (!prof.has_end) {
+        printf("  program: unknown end (--force: %s)\n", warning.c_str());
+    } else {
+        printf("  program: %s %d\n",
+               prof.end.how == LWPPROF_END_EXITED ? "exited with status"
+                                                  : "killed by signal",
+               prof.end.code);
+        if (!warning.empty()) {
+            printf("  warning (--force): %s\n", warning.c_str());
+        }
+    }
     printf("  records: %zu", prof.records.size());
     for (int id = 1; id < 256; id++) {
         if (by_event[id]) {
@@ -1528,37 +1735,36 @@ int cmd_report(int argc, char **argv)
         return a->samples != b->samples ? a->samples > b->samples
                                         : a->name < b->name;
     });
-    const char *evlong = ev == LWP_EVENT_ID_IRE ? "Instructions Retired"
-                         : ev == LWP_EVENT_ID_BRE ? "Branches Retired"
-                         : ev == LWP_EVENT_ID_DME ? "DCache Misses"
-                         : ev == LWP_EVENT_ID_CNH ? "CPU Clocks not Halted"
-                                                  : "Reference Clocks";
+    const char *evlong = kEventLong[ev];
     printf("\nTop functions by %s samples (%" PRIu64 " samples", evlong,
            total);
     if (interval) {
-        printf(", one per %" PRIu64 " events", interval);
+        printf(", one per %" PRIu64 " %s", interval + 1, kEventUnits[ev]);
     }
-    printf(")\n");
+    printf(")\n  %s\n", kEventMeasures[ev]);
     if (!total) {
         printf("  no %s records\n", event.c_str());
     } else {
-        printf("  %8s %7s %7s  %-20s %s\n", "samples", "share", "cumul",
+        // the module column as wide as the widest module listed
+        size_t nshow = top ? std::min<size_t>(top, order.size()) : order.size();
+        int mw = 6;
+        for (size_t i = 0; i < nshow; i++) {
+            mw = std::max(mw, int(order[i]->module.size()));
+        }
+        printf("  %8s %7s %7s  %-*s %s\n", "samples", "share", "cumul", mw,
                "module", "function (source)");
         uint64_t cum = 0;
-        size_t shown = 0;
-        for (const Func *f : order) {
-            if (top && shown++ >= top) {
-                break;
-            }
+        for (size_t i = 0; i < nshow; i++) {
+            const Func *f = order[i];
             cum += f->samples;
             std::string src;
             if (!f->file.empty()) {
                 src = " (" + basename_of(f->file) + ":" +
                       std::to_string(f->line) + ")";
             }
-            printf("  %8" PRIu64 " %6.2f%% %6.2f%%  %-20s %s%s\n", f->samples,
+            printf("  %8" PRIu64 " %6.2f%% %6.2f%%  %-*s %s%s\n", f->samples,
                    100.0 * double(f->samples) / double(total),
-                   100.0 * double(cum) / double(total), f->module.c_str(),
+                   100.0 * double(cum) / double(total), mw, f->module.c_str(),
                    f->name.c_str(), src.c_str());
         }
         // Hot source lines
@@ -1591,11 +1797,16 @@ int cmd_report(int argc, char **argv)
         }
         // Annotated disassembly
         if (nannotate) {
-            printf("\nAnnotated disassembly of the %lu hottest functions\n",
-                   std::min<unsigned long>(nannotate, order.size()));
+            unsigned long n = std::min<unsigned long>(nannotate, order.size());
+            if (n == 1) {
+                printf("\nAnnotated disassembly of the hottest function\n");
+            } else {
+                printf("\nAnnotated disassembly of the %lu hottest functions\n",
+                       n);
+            }
         }
         for (size_t i = 0; i < order.size() && i < nannotate; i++) {
-            annotate(sym, *order[i], interval);
+            annotate(sym, *order[i], evlong);
         }
     }
 
@@ -1646,23 +1857,31 @@ int cmd_report(int argc, char **argv)
             const Br *x = std::get<2>(a), *y = std::get<2>(b);
             return x->n != y->n ? x->n > y->n : std::get<1>(a) < std::get<1>(b);
         });
-        printf("  %8s %7s %7s  %-44s %s\n", "samples", "share", "taken",
-               "branch", "most frequent target");
-        for (size_t i = 0; i < bv.size() && i < nbranches; i++) {
-            const Br &b = *std::get<2>(bv[i]);
-            const SymInfo &si = sym.lookup(std::get<0>(bv[i]));
+        // the branch column as wide as the widest branch listed
+        size_t nshow = std::min<size_t>(nbranches, bv.size());
+        std::vector<std::string> wheres;
+        int bw = 6;
+        for (size_t i = 0; i < nshow; i++) {
             std::string where = std::get<1>(bv[i]);
-            std::string src = src_of(si);
+            std::string src = src_of(sym.lookup(std::get<0>(bv[i])));
             if (!src.empty()) {
                 where += " (" + src + ")";
             }
+            wheres.push_back(where);
+            bw = std::max(bw, int(where.size()));
+        }
+        printf("  %8s %7s %7s  %-*s %s\n", "samples", "share", "taken", bw,
+               "branch", "most frequent target");
+        for (size_t i = 0; i < nshow; i++) {
+            const Br &b = *std::get<2>(bv[i]);
+            const std::string &where = wheres[i];
             auto tgt = std::max_element(
                 b.targets.begin(), b.targets.end(),
                 [](const auto &x, const auto &y) { return x.second < y.second; });
             const SymInfo &ti = sym.lookup(tgt->first);
-            printf("  %8" PRIu64 " %6.2f%% %6.1f%%  %-44s %s\n", b.n,
+            printf("  %8" PRIu64 " %6.2f%% %6.1f%%  %-*s %s\n", b.n,
                    100.0 * double(b.n) / double(nbr),
-                   100.0 * double(b.taken) / double(b.n), where.c_str(),
+                   100.0 * double(b.taken) / double(b.n), bw, where.c_str(),
                    location(ti, tgt->first).c_str());
         }
     }
@@ -1706,11 +1925,10 @@ int cmd_report(int argc, char **argv)
     }
 
     // speedscope: one sampled profile per thread, stacks [module, function]
-    if (speedscope != "-") {
-        FILE *out = fopen(speedscope.c_str(), "w");
-        if (!out) {
-            die(1, "%s: %s", speedscope.c_str(), strerror(errno));
-        }
+    // in the order LWP stored them, a run of equal stacks as one sample
+    // whose weight is the events of the run
+    if (ss) {
+        FILE *out = ss;
         std::map<std::string, size_t> frame_ix;
         std::vector<std::string> frames;
         auto frame = [&](const std::string &json_key,
@@ -1722,7 +1940,9 @@ int cmd_report(int argc, char **argv)
             frames.push_back(json);
             return frame_ix[json_key] = frames.size() - 1;
         };
-        std::map<uint32_t, std::vector<std::pair<size_t, size_t>>> samples;
+        // per thread: the stacks and how many samples each run holds
+        std::map<uint32_t, std::vector<std::pair<std::pair<size_t, size_t>,
+                                                 uint64_t>>> samples;
         for (const auto &r : prof.records) {
             if (r.event != ev) {
                 continue;
@@ -1740,9 +1960,14 @@ int cmd_report(int argc, char **argv)
             }
             fj += "}";
             size_t f = frame("f\t" + func_key(si), fj);
-            samples[r.tid].emplace_back(m, f);
+            auto &v = samples[r.tid];
+            if (!v.empty() && v.back().first == std::make_pair(m, f)) {
+                v.back().second++;
+            } else {
+                v.push_back({{m, f}, 1});
+            }
         }
-        uint64_t w = interval ? interval : 1;
+        uint64_t w = interval + 1;      // events per sample
         fprintf(out, "{\"$schema\":\"https://www.speedscope.app/"
                 "file-format-schema.json\",\"exporter\":\"lwp-prof\","
                 "\"name\":%s,\"activeProfileIndex\":0,\"shared\":{\"frames\":[",
@@ -1754,18 +1979,21 @@ int cmd_report(int argc, char **argv)
         fprintf(out, "]},\"profiles\":[");
         bool firstp = true;
         for (const auto &t : samples) {
+            uint64_t n = 0;
+            for (const auto &run : t.second) {
+                n += run.second;
+            }
             fprintf(out, "%s{\"type\":\"sampled\",\"name\":\"thread %u\","
                     "\"unit\":\"none\",\"startValue\":0,\"endValue\":%" PRIu64
-                    ",\"samples\":[", firstp ? "" : ",", t.first,
-                    uint64_t(t.second.size()) * w);
+                    ",\"samples\":[", firstp ? "" : ",", t.first, n * w);
             firstp = false;
             for (size_t i = 0; i < t.second.size(); i++) {
-                fprintf(out, "%s[%zu,%zu]", i ? "," : "", t.second[i].first,
-                        t.second[i].second);
+                fprintf(out, "%s[%zu,%zu]", i ? "," : "",
+                        t.second[i].first.first, t.second[i].first.second);
             }
             fprintf(out, "],\"weights\":[");
             for (size_t i = 0; i < t.second.size(); i++) {
-                fprintf(out, "%s%" PRIu64, i ? "," : "", w);
+                fprintf(out, "%s%" PRIu64, i ? "," : "", t.second[i].second * w);
             }
             fprintf(out, "]}");
         }

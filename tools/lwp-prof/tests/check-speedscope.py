@@ -4,10 +4,14 @@
 1.25.0, dist/release/file-format-schema.json, MIT licence), then what the
 schema cannot say and speedscope's importer relies on: every frame index
 is in range, samples and weights have the same length, weights are
-positive and endValue - startValue is their sum.
+positive and endValue - startValue is their sum.  Then what lwp-prof
+promises (docs/lwp-prof.md): a run of equal stacks is one sample, so no
+two consecutive samples of a profile are the same stack, and the weights
+add up to the events the samples stand for.
 
-usage: check-speedscope.py FILE [EXPECTED_SAMPLES]
-Prints "speedscope: N profiles, N samples, N frames"; exits 1 if invalid.
+usage: check-speedscope.py FILE [EXPECTED_WEIGHT]
+Prints "speedscope: N profiles, N samples, weight N, N frames"; exits 1
+if invalid.
 """
 import json
 import os
@@ -25,7 +29,7 @@ def main():
         doc = json.load(f)
     jsonschema.validate(doc, schema)
     nframes = len(doc["shared"]["frames"])
-    total = 0
+    total = weight = 0
     for p in doc["profiles"]:
         if p["type"] != "sampled":
             sys.exit("only sampled profiles are expected")
@@ -41,11 +45,16 @@ def main():
         if p["endValue"] - p["startValue"] != sum(p["weights"]):
             sys.exit("%s: endValue - startValue is not the sum of the weights"
                      % p["name"])
+        for i in range(1, len(p["samples"])):
+            if p["samples"][i] == p["samples"][i - 1]:
+                sys.exit("%s: samples %d and %d are the same stack" %
+                         (p["name"], i - 1, i))
         total += len(p["samples"])
-    if len(sys.argv) > 2 and total != int(sys.argv[2]):
-        sys.exit("%d samples, expected %s" % (total, sys.argv[2]))
-    print("speedscope: %d profiles, %d samples, %d frames" %
-          (len(doc["profiles"]), total, nframes))
+        weight += sum(p["weights"])
+    if len(sys.argv) > 2 and weight != int(sys.argv[2]):
+        sys.exit("weight %d, expected %s" % (weight, sys.argv[2]))
+    print("speedscope: %d profiles, %d samples, weight %d, %d frames" %
+          (len(doc["profiles"]), total, weight, nframes))
 
 
 if __name__ == "__main__":

@@ -44,7 +44,7 @@ gcc -O2 -shared -fPIC -Wall -Werror -I"$SRC/include/qemu" \
     $(pkg-config --cflags glib-2.0) -o "$OUT/insn-count.so" "$HERE/insn-count.c" ||
     { nok "build the test program and the plugin"; finish; }
 W=$OUT/prof-work
-I=10007     # the IRE interval: a prime, no multiple of a loop's length
+I=10007     # the IRE interval: a record per 10008 instructions (N+1)
 
 # --- the command line
 check "--help exits 0" "$P" --help >/dev/null
@@ -70,6 +70,9 @@ insns() { # COUNTS FUNCTION
 }
 # A record covers N+1 events at interval N: the counter starts at N and a
 # record is due when it goes negative (spec 1.1, "Count" and "Reset")
+within_one() { # SAMPLES EVENTS PER: SAMPLES x PER is EVENTS within PER
+    [ -n "$1" ] && [ $(($1 * $3 - $2)) -le "$3" ] && [ $(($2 - $1 * $3)) -le "$3" ]
+}
 exact() { # TAG REPORT COUNTS [N]: each work_ function's samples against the plugin
     local tag=$1 rep=$2 counts=$3 iv=${4:-$I} f n s want iters per
     per=$((iv + 1))
@@ -78,8 +81,7 @@ exact() { # TAG REPORT COUNTS [N]: each work_ function's samples against the plu
         s=$(samples "$rep" $f)
         case $f in work_a) iters=1000000 ;; work_b) iters=3000000 ;; work_c) iters=1500000 ;; esac
         want=$((2 * iters + 2))  # by hand: mov, iters x (dec, jnz), ret
-        if [ "$n" = "$want" ] && [ -n "$s" ] &&
-           [ $((s * per - n)) -le $per ] && [ $((n - s * per)) -le $per ]; then
+        if [ "$n" = "$want" ] && within_one "$s" "$n" $per; then
             ok "$tag: $f: $s samples, plugin counted $n instructions (interval $iv: one per $per)"
         else
             nok "$tag: $f: ${s:-no} samples, plugin counted $n instructions, by hand $want (interval $iv: one per $per)"
@@ -133,17 +135,22 @@ check "two runs give identical reports" cmp -s "$OUT/det1.report" "$OUT/det2.rep
 for fi in work_a:1000000 work_b:3000000 work_c:1500000; do
     f=${fi%%:*} it=${fi#*:}
     s=$(awk -v b="$f+0x7" '$4 == b {print $1; exit}' "$OUT/det1.report")
-    if [ -n "$s" ] && [ $((s * 1010 - it)) -le 1010 ] && [ $((it - s * 1010)) -le 1010 ]; then
+    if within_one "$s" "$it" 1010; then
         ok "branches: $f+0x7: $s samples for $it branches at interval 1009"
     else
         nok "branches: $f+0x7: ${s:-no} samples, want $it / 1010 within one"
     fi
 done
 
-# --- the viewer file
-total=$(sed -n 's/^Top functions by Instructions Retired samples (\([0-9]*\) samples.*/\1/p' "$OUT/thr.report")
-check "speedscope file is valid for speedscope's schema ($total samples)" \
-    "$PY" "$HERE/check-speedscope.py" "$OUT/thr.json" "$total"
+# --- the viewer file: valid, and its weights are the report's samples
+# (at interval $I) x (N+1)
+valid_speedscope() { # NAME REPORT JSON
+    local total
+    total=$(sed -n 's/^Top functions by .* samples (\([0-9]*\) samples.*/\1/p' "$2")
+    check "$1 ($total samples of $((I + 1)) events)" \
+        "$PY" "$HERE/check-speedscope.py" "$3" $((total * (I + 1)))
+}
+valid_speedscope "speedscope file is valid for speedscope's schema" "$OUT/thr.report" "$OUT/thr.json"
 sed 's/"samples":\[\[/"samples":[[99999,/' "$OUT/one.json" >"$OUT/broken.json"
 ! "$PY" "$HERE/check-speedscope.py" "$OUT/broken.json" >/dev/null 2>&1
 check "the validator rejects a frame index out of range" test $? = 0
@@ -156,8 +163,21 @@ head -c $((size / 2 + 3)) "$OUT/one.lwpprof" >"$OUT/cut.lwpprof"
     nok "a truncated file (rc $rc: $(cat "$OUT/err"))"
 head -c $((size - 16)) "$OUT/one.lwpprof" >"$OUT/noend.lwpprof"
 "$P" report -s - "$OUT/noend.lwpprof" >/dev/null 2>"$OUT/err"; rc=$?
-[ $rc = 1 ] && grep -q "no END chunk" "$OUT/err" && ok "a file without END: exit 1" ||
+[ $rc = 1 ] && grep -q "no END chunk .*report --force" "$OUT/err" && ok "a file without END: exit 1, --force offered" ||
     nok "a file without END (rc $rc: $(cat "$OUT/err"))"
+# --force: the whole chunks.  Without END, every record is there (END is
+# the last chunk); cut in a chunk, the records before it
+"$P" report --force --top 0 -s - "$OUT/noend.lwpprof" >"$OUT/noend.report" 2>&1; rc=$?
+check "--force, no END: exit 0, the end unknown" \
+    test $rc = 0 -a -n "$(grep '^  program: unknown end (--force: no END chunk' "$OUT/noend.report")"
+check "--force, no END: the same samples as with END" \
+    cmp -s <(grep -E '^ +[0-9]+ +[0-9.]+% ' "$OUT/noend.report") <(grep -E '^ +[0-9]+ +[0-9.]+% ' "$OUT/one.report")
+"$P" report --force -s - "$OUT/cut.lwpprof" >"$OUT/cut.report" 2>&1; rc=$?
+check "--force, cut in a chunk: exit 0, says where it stopped" \
+    test $rc = 0 -a -n "$(grep '^  program: unknown end (--force: truncated: .*; read up to byte' "$OUT/cut.report")"
+"$P" report -s "$OUT/no-such-dir/x.json" "$OUT/one.lwpprof" >"$OUT/bad-s.out" 2>"$OUT/err"; rc=$?
+[ $rc = 1 ] && [ ! -s "$OUT/bad-s.out" ] && grep -q "no-such-dir/x.json: No such file" "$OUT/err" &&
+    ok "-s into a missing directory: exit 1 before any report" || nok "-s into a missing directory (rc $rc, $(wc -l <"$OUT/bad-s.out") lines)"
 "$P" report -s - /bin/true >/dev/null 2>"$OUT/err"; rc=$?
 [ $rc = 1 ] && grep -q "not an lwp-prof record file" "$OUT/err" && ok "a foreign file: exit 1, $(cat "$OUT/err")" ||
     nok "a foreign file (rc $rc: $(cat "$OUT/err"))"
@@ -172,26 +192,46 @@ head -c $((size - 16)) "$OUT/one.lwpprof" >"$OUT/noend.lwpprof"
     nok "a static program (rc $rc: $(cat "$OUT/err"))"
 "$P" record -q -o "$OUT/false.lwpprof" -- false >/dev/null 2>&1
 check "record exits with the program's status (false: 1)" test $? = 1
+"$P" record --qemu "$OUT/no-such-qemu" -o "$OUT/x.lwpprof" -- "$W" >/dev/null 2>"$OUT/err"; rc=$?
+[ $rc = 125 ] && grep -q -- "--qemu $OUT/no-such-qemu: No such file" "$OUT/err" &&
+    ok "--qemu of a missing file: exit 125, $(cat "$OUT/err")" || nok "--qemu of a missing file (rc $rc: $(cat "$OUT/err"))"
+# max,+lwp offers ire, bre, dme, cnh and rnh (README.md); -lwp-dme takes dme
+"$P" record --cpu max,+lwp,-lwp-dme -e ire,dme:1009 -o "$OUT/x.lwpprof" -- "$W" >/dev/null 2>"$OUT/err"; rc=$?
+[ $rc = 125 ] && grep -q "events not available here: dme (this CPU's LWP offers ire, bre, cnh, rnh)" "$OUT/err" &&
+    ok "an event LWP does not offer: exit 125, named" || nok "an event LWP does not offer (rc $rc: $(cat "$OUT/err"))"
+# interval 0: LWP's minimum is 1 (LWP_ENGINE_MIN_INTERVAL), a record per 2
+"$P" record -e ire:0 -o "$OUT/ire0.lwpprof" -- true >/dev/null 2>"$OUT/ire0.stderr"
+check "ire:0: record says that LWP uses interval 1" \
+    grep -q "^lwp-prof: ire:0: LWP uses interval 1, its minimum: a record per 2 events" "$OUT/ire0.stderr"
+"$P" report -s - "$OUT/ire0.lwpprof" >"$OUT/ire0.report" 2>&1
+check "ire:0: the report says a record per 2 instructions" \
+    grep -q "^Top functions by Instructions Retired samples ([0-9]* samples, one per 2 instructions)" "$OUT/ire0.report"
 
 # --- programs that use SIGIO or LWP themselves
-"$P" record -q -e ire:$I -o "$OUT/sigio.lwpprof" -- "$W" sigio >"$OUT/sigio.stdout" 2>"$OUT/sigio.stderr"
+"$P" record -e ire:$I -o "$OUT/sigio.lwpprof" -- "$W" sigio >"$OUT/sigio.stdout" 2>"$OUT/sigio.stderr"
 "$P" report --top 0 -s - "$OUT/sigio.lwpprof" >"$OUT/sigio.report" 2>&1
 check "own SIGIO handler: reported on stderr" grep -q "lwp-prof: sigio: the program installs its own SIGIO handler" "$OUT/sigio.stderr"
 check "own SIGIO handler: reported in the file" grep -q "note: sigio:" "$OUT/sigio.report"
 s=$(samples "$OUT/sigio.report" work_b)
 check "own SIGIO handler: still profiled (work_b: $s samples)" test "$s" -ge 598 -a "$s" -le 601
-"$P" record -q -e ire:$I -o "$OUT/lwp.lwpprof" -- "$W" lwp >/dev/null 2>"$OUT/lwp.stderr"
+"$P" record -q -e ire:$I -o "$OUT/sigioq.lwpprof" -- "$W" sigio >/dev/null 2>"$OUT/sigioq.stderr"
+check "-q: nothing on stderr, not even a note ($(wc -c <"$OUT/sigioq.stderr") bytes)" \
+    test ! -s "$OUT/sigioq.stderr"
+check "-q: the note is in the file" \
+    sh -c "'$P' report -s - '$OUT/sigioq.lwpprof' | grep -q '^  note: sigio:'"
+"$P" record -e ire:$I -o "$OUT/lwp.lwpprof" -- "$W" lwp >/dev/null 2>"$OUT/lwp.stderr"
 "$P" report -s - "$OUT/lwp.lwpprof" >"$OUT/lwp.report" 2>&1
 check "own LWPCB: reported on stderr" grep -q "lwp-prof: lwp-in-use: thread" "$OUT/lwp.stderr"
 check "own LWPCB: reported in the file" grep -q "note: lwp-in-use:" "$OUT/lwp.report"
 # its own LWPCB with the threshold interrupt: reported at its first
 # threshold signal, which goes to the program's handler, not lwp-prof's
+# (with -q: that a thread's records stop is a warning, printed anyway)
 "$P" record -q -e ire:$I -o "$OUT/lwpint.lwpprof" -- "$W" lwpint >"$OUT/lwpint.stdout" 2>"$OUT/lwpint.stderr"
 check "own LWPCB with its threshold interrupt: record exits 0" test $? = 0
 n=$(sed -n 's/^own threshold signals: //p' "$OUT/lwpint.stdout")
 check "own LWPCB: the program gets its threshold signals (${n:-none}; 200 records / 32)" \
     test "${n:-0}" -ge 5 -a "${n:-0}" -le 7
-check "own LWPCB: reported once, at its first threshold signal" \
+check "own LWPCB: reported once, at its first threshold signal, even with -q" \
     test "$(grep -c "lwp-prof: lwp-in-use: thread .*found at a threshold signal" "$OUT/lwpint.stderr")" = 1 \
     -a "$(grep -c "lwp-in-use" "$OUT/lwpint.stderr")" = 1
 
@@ -215,18 +255,23 @@ exact "SIGIO blocked by the program" "$OUT/sigwait.report" "$OUT/sigwait.counts"
 # --- other processes: not profiled, and counted.  prof-work children
 # forks two children that exit at once and runs `true` (posix_spawnp);
 # prof-work exec execs /bin/true, whose status becomes the program's
-"$P" record -e ire:$I -o "$OUT/children.lwpprof" -- "$W" children >/dev/null 2>"$OUT/children.stderr"
-check "children: record exits 0" test $? = 0
+profile() { # TAG ARGS...: record prof-work ARGS (status in $rc), report
+    local tag=$1
+    shift
+    "$P" record -e ire:$I -o "$OUT/$tag.lwpprof" -- "$W" "$@" >/dev/null 2>"$OUT/$tag.stderr"
+    rc=$?
+    "$P" report -s - "$OUT/$tag.lwpprof" >"$OUT/$tag.report" 2>&1
+}
+profile children children
+check "children: record exits 0" test $rc = 0
 check "children: record says that 3 processes were not profiled" \
     grep -q "^lwp-prof: 3 processes the program started were not profiled" "$OUT/children.stderr"
-"$P" report -s - "$OUT/children.lwpprof" >"$OUT/children.report" 2>&1
 check "children: the report names them: 2 forked, 1 true" \
     grep -qE '^  not profiled: 3 processes .*: prof-work \(forked\) 2, true 1$' "$OUT/children.report"
-"$P" record -e ire:$I -o "$OUT/exec.lwpprof" -- "$W" exec >/dev/null 2>"$OUT/exec.stderr"
-check "exec: record exits with true's status (0)" test $? = 0
+profile exec exec
+check "exec: record exits with true's status (0)" test $rc = 0
 check "exec: record says that the program exec'd true, unprofiled" \
     grep -q "^lwp-prof: the program exec'd [^ ]*/true, which ran unprofiled" "$OUT/exec.stderr"
-"$P" report -s - "$OUT/exec.lwpprof" >"$OUT/exec.report" 2>&1
 check "exec: so does the report" \
     grep -q "^  warning: the program exec'd [^ ]*/true, which ran unprofiled" "$OUT/exec.report"
 check "exec: neither says 'did not run exit()'" \
@@ -244,7 +289,7 @@ check "LWP instructions: record exits 0" test $? = 0
 n=$(insns "$OUT/lwpinsn.counts" work_l)
 s=$(samples "$OUT/lwpinsn.report" work_l)
 want=$((4 * 200000 + 3))     # by hand: mov, lwpins, 200000 x (slwpcb, lwpval, dec, jnz), ret
-[ "$n" = "$want" ] && [ -n "$s" ] && [ $((s * (I + 1) - n)) -le $I ] && [ $((n - s * (I + 1))) -le $I ] &&
+[ "$n" = "$want" ] && within_one "$s" "$n" $((I + 1)) &&
     ok "LWP instructions: work_l: $s samples, plugin counted $n instructions (interval $I)" ||
     nok "LWP instructions: work_l: ${s:-no} samples, plugin counted $n instructions, by hand $want"
 check "LWP instructions: the report counts LWPINS's one record" \
@@ -288,6 +333,50 @@ check "DCache Misses: it has ${share:-no} of the samples, at least 99%" \
 check "DCache Misses: its average latency is DRAM's, 256 (${lat:-none})" test "$lat" = 256.0
 check "DCache Misses: ${s:-no} samples, 131072 / $D = 129.9 within 2" \
     test "${s:-0}" -ge 128 -a "${s:-0}" -le 132
+check "DCache Misses: the file has no other event: functions ranked by it" \
+    grep -q '^Top functions by DCache Misses samples' "$OUT/dme.report"
+check "DCache Misses: the annotation is of DCache Misses records" \
+    grep -q 'instruction (samples: DCache Misses records)' "$OUT/dme.report"
+
+# --- a file with CPU Clocks not Halted only: ranked by it.  The cost model
+# (docs/implementation-choices.md, choice 48) charges a clock per
+# instruction and one more per branch: a work_ function's clocks are its
+# instructions (the plugin's count) plus its iterations' JNZ and its RET
+plug=(--qemu-arg -plugin --qemu-arg "$OUT/insn-count.so,out=$OUT/cnh.counts")
+"$P" record -q -e cnh:$I "${plug[@]}" -o "$OUT/cnh.lwpprof" -- "$W" >/dev/null 2>&1
+"$P" report --top 5 --annotate 1 -s "$OUT/cnh.json" "$OUT/cnh.lwpprof" >"$OUT/cnh.report" 2>&1
+check "cnh only: report exits 0" test $? = 0
+check "cnh only: functions ranked by CPU Clocks not Halted" \
+    grep -q '^Top functions by CPU Clocks not Halted samples ([0-9]* samples, one per 10008 clocks)' "$OUT/cnh.report"
+check "cnh only: the annotation is of CPU Clocks not Halted records" \
+    grep -q 'instruction (samples: CPU Clocks not Halted records)' "$OUT/cnh.report"
+for fi in work_a:1000000 work_b:3000000 work_c:1500000; do
+    f=${fi%%:*} it=${fi#*:}
+    n=$(( $(insns "$OUT/cnh.counts" $f) + it + 1 ))
+    s=$(samples "$OUT/cnh.report" $f)
+    if within_one "$s" "$n" $((I + 1)); then
+        ok "cnh only: $f: $s samples for $n clocks"
+    else
+        nok "cnh only: $f: ${s:-no} samples, want $n clocks / $((I + 1)) within one"
+    fi
+done
+valid_speedscope "cnh only: the speedscope file holds them" "$OUT/cnh.report" "$OUT/cnh.json"
+"$P" report --event ire -s - "$OUT/cnh.lwpprof" >/dev/null 2>"$OUT/err"; rc=$?
+[ $rc = 2 ] && grep -q "has no ire records (it has cnh)" "$OUT/err" &&
+    ok "cnh only: --event ire: exit 2, $(cat "$OUT/err")" || nok "cnh only: --event ire (rc $rc: $(cat "$OUT/err"))"
+
+# --- names: a PLT stub is named as objdump names it (NAME@plt), a symbol
+# without its version (@@GLIBC_...).  At interval 10 (the 4 KiB ring run)
+# prof-work's PLT has samples
+objdump -d -j .plt "$W" | sed -n 's/^[0-9a-f]* <\(.*@plt\)>:$/\1/p' | sort >"$OUT/plt.objdump"
+awk '$4 == "prof-work" && $2 ~ /%$/ {print $5}' "$OUT/ring4.report" | sort >"$OUT/ring4.names"
+n=$(grep -c '@plt$' "$OUT/ring4.names")
+check "names: prof-work's PLT samples are named NAME@plt ($n names)" test "$n" -ge 1
+check "names: each of them is a stub objdump names in .plt" \
+    sh -c "grep '@plt\$' '$OUT/ring4.names' | comm -23 - '$OUT/plt.objdump' | grep -q . && exit 1 || exit 0"
+check "names: prof-work has no unnamed code ([prof-work+0x...])" \
+    sh -c "! grep -q '^\[' '$OUT/ring4.names'"
+check "names: no symbol version in a name" sh -c "! grep -q '@@' '$OUT/ring4.report'"
 
 # --- a real program: xz, two threads
 head -c 2000000 /dev/urandom | base64 >"$OUT/xz-input"
@@ -303,4 +392,15 @@ check "xz: samples from 3 threads (main and 2 workers: $n)" test "$n" -ge 3
 check "xz: no missed records" sh -c "! grep -q MISSED '$OUT/xz.report'"
 check "xz: liblzma blocks SIGIO in its threads, reported" grep -q "note: sigmask:" "$OUT/xz.report"
 check "xz: speedscope file valid" "$PY" "$HERE/check-speedscope.py" "$OUT/xz.json"
+# every annotated function of more than 80 instructions shows its hot
+# regions: the samples of the lines shown add up to what its "hot regions"
+# line says, which is at least 90% of the function's samples (its header)
+read -r n bad < <(awk '
+    /^Annotated disassembly/ {on = 1}
+    on && /^[^ ].*: [0-9]+ samples$/ {all = $(NF - 1); sum = 0}
+    on && /^ +[0-9]+ +[0-9.]+%  \+0x/ {sum += $1}
+    on && /^  \(hot regions: / {n++; if ($3 != sum || $6 != all || $3 * 10 < all * 9) bad++}
+    END {print n + 0, bad + 0}' "$OUT/xz.report")
+check "xz: $n annotated functions show hot regions with 90% of their samples ($bad do not)" \
+    test "$n" -ge 1 -a "$bad" = 0
 finish
