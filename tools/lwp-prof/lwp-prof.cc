@@ -47,6 +47,7 @@ namespace {
 const char *const kUsage =
     "usage: lwp-prof record [options] -o FILE -- PROGRAM [ARGS...]\n"
     "       lwp-prof report [options] FILE\n"
+    "       lwp-prof diff [--event NAME] [--top N] A B\n"
     "       lwp-prof --help | --version\n"
     "\n"
     "Profile an unmodified, dynamically linked x86-64 program with AMD\n"
@@ -83,7 +84,12 @@ const char *const kUsage =
     "                        its whole chunks\n"
     "  -s, --speedscope OUT  write the speedscope profile there (default\n"
     "                        FILE.speedscope.json; '-' for none)\n"
-    "  report exits 0, 1 on a bad file, 2 on bad usage\n";
+    "  report exits 0, 1 on a bad file, 2 on bad usage\n"
+    "\n"
+    "diff: the change from profile A to profile B (two builds or inputs of\n"
+    "a program) per function and per source line, biggest first, in\n"
+    "samples of the first event both have (--event NAME), or in events\n"
+    "when their intervals differ; --top N rows (default 20, 0: all)\n";
 
 const char *const kEventNames[LWP_NUM_EVENTS + 1] = {
     nullptr, "val", "ire", "bre", "dme", "cnh", "rnh",
@@ -2007,6 +2013,190 @@ int cmd_report(int argc, char **argv)
     return 0;
 }
 
+// ---------------------------------------------------------------- diff
+
+// One profile's samples of event @ev per function ("module\tfunction") and
+// per source line ("file:line\tfunction").  The program's own module is
+// @exe, whatever its file is called, so that two builds of it match
+void tally(Profile &prof, Symbolizer &sym, int ev, const std::string &exe,
+           std::map<std::string, uint64_t> &funcs,
+           std::map<std::string, uint64_t> &lines)
+{
+    std::string own = basename_of(prof.info["exe"]);
+    for (const auto &r : prof.records) {
+        if (r.event != ev) {
+            continue;
+        }
+        const SymInfo &si = sym.lookup(r.ip);
+        funcs[(si.module == own ? exe : si.module) + "\t" + si.func]++;
+        if (!si.file.empty()) {
+            lines[basename_of(si.file) + ":" + std::to_string(si.line) + "\t" +
+                  si.func]++;
+        }
+    }
+}
+
+// The rows of A and B by change, biggest first (equal changes by name):
+// A's and B's counts scaled by @wa and @wb
+void print_changes(const char *title, const char *head,
+                   const std::map<std::string, uint64_t> &a,
+                   const std::map<std::string, uint64_t> &b, uint64_t wa,
+                   uint64_t wb, unsigned long top, bool module_column)
+{
+    struct Row {
+        std::string key;
+        int64_t a, b;
+    };
+    std::vector<Row> rows;
+    for (const auto &x : a) {
+        auto it = b.find(x.first);
+        rows.push_back({x.first, int64_t(x.second * wa),
+                        it == b.end() ? 0 : int64_t(it->second * wb)});
+    }
+    for (const auto &x : b) {
+        if (!a.count(x.first)) {
+            rows.push_back({x.first, 0, int64_t(x.second * wb)});
+        }
+    }
+    std::sort(rows.begin(), rows.end(), [](const Row &x, const Row &y) {
+        int64_t dx = std::llabs(x.b - x.a), dy = std::llabs(y.b - y.a);
+        return dx != dy ? dx > dy : x.key < y.key;
+    });
+    size_t n = top ? std::min<size_t>(top, rows.size()) : rows.size();
+    int mw = 6;
+    for (size_t i = 0; module_column && i < n; i++) {
+        mw = std::max(mw, int(rows[i].key.find('\t')));
+    }
+    printf("\n%s\n", title);
+    if (module_column) {
+        printf("  %10s %10s %10s %8s  %-*s %s\n", "A", "B", "change", "change%",
+               mw, "module", head);
+    } else {
+        printf("  %10s %10s %10s %8s  %s\n", "A", "B", "change", "change%",
+               head);
+    }
+    for (size_t i = 0; i < n; i++) {
+        const Row &r = rows[i];
+        size_t tab = r.key.find('\t');
+        std::string pct = "new";
+        char b[32];
+        if (r.a) {
+            snprintf(b, sizeof(b), "%+.1f%%",
+                     100.0 * double(r.b - r.a) / double(r.a));
+            pct = b;
+        }
+        printf("  %10" PRId64 " %10" PRId64 " %+10" PRId64 " %8s  ", r.a, r.b,
+               r.b - r.a, pct.c_str());
+        if (module_column) {
+            printf("%-*s %s\n", mw, r.key.substr(0, tab).c_str(),
+                   r.key.substr(tab + 1).c_str());
+        } else {
+            printf("%s (%s)\n", r.key.substr(0, tab).c_str(),
+                   r.key.substr(tab + 1).c_str());
+        }
+    }
+    if (!n) {
+        printf("  (none)\n");
+    }
+}
+
+int cmd_diff(int argc, char **argv)
+{
+    std::string event;
+    std::vector<std::string> files;
+    unsigned long top = 20;
+    for (int i = 0; i < argc; i++) {
+        std::string a = argv[i];
+        auto need = [&](const char *opt) -> const char * {
+            if (i + 1 >= argc) {
+                die(2, "diff: %s needs a value (lwp-prof --help)", opt);
+            }
+            return argv[++i];
+        };
+        if (a == "--top") {
+            const char *v = need("--top");
+            char *end;
+            top = strtoul(v, &end, 10);
+            if (!*v || *end || v[0] == '-') {
+                die(2, "diff: --top wants a number, not '%s'", v);
+            }
+        } else if (a == "--event") {
+            event = need("--event");
+            if (event_id(event) < 0) {
+                die(2, "diff: unknown event '%s' (ire, bre, dme, cnh, rnh)",
+                    event.c_str());
+            }
+        } else if (a == "-h" || a == "--help") {
+            fputs(kUsage, stdout);
+            return 0;
+        } else if (a[0] == '-') {
+            die(2, "diff: unknown option '%s' (lwp-prof --help)", a.c_str());
+        } else {
+            files.push_back(a);
+        }
+    }
+    if (files.size() != 2) {
+        die(2, "diff: two files, A and B (lwp-prof diff A B)");
+    }
+    Profile pa, pb;
+    std::string err;
+    if (!load_profile(files[0], pa, err) || !load_profile(files[1], pb, err)) {
+        die(1, "%s", err.c_str());
+    }
+    // The event: --event, else the first that both files have
+    int ev = event.empty() ? -1 : event_id(event);
+    for (int id = 2; ev < 0 && id <= LWP_NUM_EVENTS; id++) {
+        if (interval_of(pa, id) && interval_of(pb, id)) {
+            ev = id;
+        }
+    }
+    if (ev < 0 || !interval_of(pa, ev) || !interval_of(pb, ev)) {
+        die(2, "diff: %s and %s have %s in common", files[0].c_str(),
+            files[1].c_str(), event.empty() ? "no event"
+                              : ("no " + event + " records").c_str());
+    }
+    // Samples when both intervals are equal; else the events they stand
+    // for, samples x (N+1)
+    uint64_t na = interval_of(pa, ev) + 1, nb = interval_of(pb, ev) + 1;
+    uint64_t wa = na == nb ? 1 : na, wb = na == nb ? 1 : nb;
+    Symbolizer sa(pa.maps), sb(pb.maps);
+    std::map<std::string, uint64_t> fa, fb, la, lb;
+    // the program's module: its name, or both names when they differ
+    std::string ea = basename_of(pa.info["exe"]), eb = basename_of(pb.info["exe"]);
+    std::string exe = ea == eb ? ea : ea + "|" + eb;
+    tally(pa, sa, ev, exe, fa, la);
+    tally(pb, sb, ev, exe, fb, lb);
+    uint64_t ta = 0, tb = 0;
+    for (const auto &x : fa) {
+        ta += x.second * wa;
+    }
+    for (const auto &x : fb) {
+        tb += x.second * wb;
+    }
+    printf("lwp-prof diff of A = %s (%s) and B = %s (%s)\n", files[0].c_str(),
+           pa.info["exe"].c_str(), files[1].c_str(), pb.info["exe"].c_str());
+    std::string unit = na == nb ? "samples" : kEventUnits[ev];
+    if (na == nb) {
+        printf("  %s samples, one per %" PRIu64 " %s in both\n", kEventLong[ev],
+               na, kEventUnits[ev]);
+    } else {
+        printf("  %s: A has a sample per %" PRIu64 ", B per %" PRIu64 " %s: "
+               "compared as %s, samples x (N+1)\n", kEventLong[ev], na, nb,
+               kEventUnits[ev], kEventUnits[ev]);
+    }
+    printf("  total: A %" PRIu64 ", B %" PRIu64 " %s, change %+" PRId64 "\n",
+           ta, tb, unit.c_str(), int64_t(tb) - int64_t(ta));
+    std::string title = "Functions by change (B - A, " + unit + ")";
+    print_changes(title.c_str(), "function", fa, fb, wa, wb, top, true);
+    if (!la.empty() || !lb.empty()) {
+        title = "Source lines by change (B - A, " + unit +
+                ", where debug info exists)";
+        print_changes(title.c_str(), "line (function)", la, lb, wa, wb, top,
+                      false);
+    }
+    return 0;
+}
+
 } // namespace
 
 int main(int argc, char **argv)
@@ -2029,6 +2219,9 @@ int main(int argc, char **argv)
     }
     if (cmd == "report") {
         return cmd_report(argc - 2, argv + 2);
+    }
+    if (cmd == "diff") {
+        return cmd_diff(argc - 2, argv + 2);
     }
     die(2, "unknown command '%s' (lwp-prof --help)", cmd.c_str());
 }

@@ -28,6 +28,8 @@
  *   prof-work children  forks two children that exit at once, and runs
  *                       `true` with posix_spawnp, then runs work_a
  *   prof-work exec      execs /bin/true
+ *   prof-work b2        main runs work_a, work_b twice, work_c (the
+ *                       second build of a program, for lwp-prof diff)
  *
  * work_l runs LWPINS once, then a loop of four instructions (SLWPCB,
  * LWPVAL, dec, jnz) 200,000 times: 4 * 200000 + 3 instructions (mov,
@@ -248,6 +250,11 @@ int main(int argc, char **argv)
         wait_sigio();
     } else if (!strcmp(mode, "children")) {
         start_children();
+    } else if (!strcmp(mode, "b2")) {
+        work_a();
+        work_b();
+        work_b();
+        work_c();
     } else if (!strcmp(mode, "exec")) {
         execl("/bin/true", "true", (char *)NULL);
         return 1;

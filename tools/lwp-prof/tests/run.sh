@@ -39,6 +39,7 @@ fi
 P=$B/tools/lwp-prof/lwp-prof
 export LWP_PROF_QEMU=$QEMU
 gcc -O2 -no-pie -mlwp -pthread -o "$OUT/prof-work" "$HERE/prof-work.c" &&
+gcc -O2 -g -no-pie -mlwp -pthread -o "$OUT/prof-work-g" "$HERE/prof-work.c" &&
 gcc -O2 -static -o "$OUT/prof-static" "$HERE/prof-work.c" -mlwp -pthread &&
 gcc -O2 -shared -fPIC -Wall -Werror -I"$SRC/include/qemu" \
     $(pkg-config --cflags glib-2.0) -o "$OUT/insn-count.so" "$HERE/insn-count.c" ||
@@ -128,6 +129,48 @@ for i in 1 2; do
         sed -e 's/(tid [0-9]*)/(tid)/' -e "s|$OUT/det$i|FILE|g" >"$OUT/det$i.report"
 done
 check "two runs give identical reports" cmp -s "$OUT/det1.report" "$OUT/det2.report"
+
+# --- diff: B runs work_b twice (prof-work b2: 6,000,002 more instructions
+# in work_b, by hand).  Each side is within a sample of its count, so
+# work_b's change is 6000002 / 10008 = 599.5 within two samples, the other
+# functions' 0 within two.  B is another build, with debug info: its
+# functions still match A's
+fchange() { # DIFF FUNCTION: the change of FUNCTION's row
+    sed -n '/^Functions by change/,/^$/p' "$1" | awk -v f="$2" '$6 == f {print $3; exit}'
+}
+between() { # VALUE LO HI
+    [ -n "$1" ] && [ "$1" -ge "$2" ] && [ "$1" -le "$3" ]
+}
+"$P" record -q -e ire:$I -o "$OUT/b2.lwpprof" -- "$OUT/prof-work-g" b2 >/dev/null 2>&1
+"$P" diff --top 0 "$OUT/det1.lwpprof" "$OUT/b2.lwpprof" >"$OUT/diff.out" 2>&1
+check "diff: exits 0" test $? = 0
+c=$(fchange "$OUT/diff.out" work_b)
+check "diff: work_b changes by ${c:-nothing}, 6000002 / 10008 within two" between "${c#+}" 598 601
+check "diff: work_b is the biggest change" \
+    sh -c "sed -n '/^Functions by change/,/^\$/p' '$OUT/diff.out' | sed -n 3p | grep -q ' work_b\$'"
+for f in work_a work_c; do
+    c=$(fchange "$OUT/diff.out" $f)
+    check "diff: $f changes by ${c:-nothing}, 0 within two" between "${c#+}" -2 2
+done
+check "diff: the program's two builds are one module" \
+    grep -qE '^ +[0-9]+ +[0-9]+ +\+[0-9]+ +[-+0-9.]+%  prof-work\|prof-work-g +work_b$' "$OUT/diff.out"
+# per source line, both builds with debug info: work_b is one line
+"$P" record -q -e ire:$I -o "$OUT/a-g.lwpprof" -- "$OUT/prof-work-g" >/dev/null 2>&1
+"$P" diff "$OUT/a-g.lwpprof" "$OUT/b2.lwpprof" >"$OUT/diff-g.out" 2>&1
+line=prof-work.c:$(grep -n '^__attribute__((noinline)) void work_b' "$HERE/prof-work.c" | cut -d: -f1)
+c=$(sed -n '/^Source lines by change/,/^$/p' "$OUT/diff-g.out" | awk -v l="$line" '$5 == l {print $3; exit}')
+check "diff: $line (work_b) changes by ${c:-nothing}, 599.5 within two" between "${c#+}" 598 601
+# intervals that differ: compared in instructions, samples x (N+1); each
+# side within N+1 of its count
+"$P" record -q -e ire:1009 -o "$OUT/b2-1009.lwpprof" -- "$W" b2 >/dev/null 2>&1
+"$P" diff "$OUT/det1.lwpprof" "$OUT/b2-1009.lwpprof" >"$OUT/diff-iv.out" 2>&1
+c=$(fchange "$OUT/diff-iv.out" work_b)
+check "diff: other intervals: work_b changes by ${c:-nothing} instructions, 6000002 within 10008 + 1010" \
+    between "${c#+}" $((6000002 - 11018)) $((6000002 + 11018))
+"$P" diff "$OUT/det1.lwpprof" "$OUT/det1.lwpprof" >"$OUT/diff-same.out" 2>&1
+check "diff: a profile against itself: no change" \
+    sh -c "grep -q '^  total: .* change +0\$' '$OUT/diff-same.out' &&
+           ! sed -n '/^Functions by change/,\$p' '$OUT/diff-same.out' | awk '\$3 ~ /^[-+][0-9]/ && \$3 != \"+0\"' | grep -q ."
 
 # --- Branches Retired samples: each work_ loop's JNZ (at +0x7: a 5-byte MOV
 # and a 2-byte DEC before it) retires once per iteration, and at interval
@@ -364,6 +407,9 @@ valid_speedscope "cnh only: the speedscope file holds them" "$OUT/cnh.report" "$
 "$P" report --event ire -s - "$OUT/cnh.lwpprof" >/dev/null 2>"$OUT/err"; rc=$?
 [ $rc = 2 ] && grep -q "has no ire records (it has cnh)" "$OUT/err" &&
     ok "cnh only: --event ire: exit 2, $(cat "$OUT/err")" || nok "cnh only: --event ire (rc $rc: $(cat "$OUT/err"))"
+"$P" diff "$OUT/det1.lwpprof" "$OUT/cnh.lwpprof" >/dev/null 2>"$OUT/err"; rc=$?
+[ $rc = 2 ] && grep -q "have no event in common" "$OUT/err" &&
+    ok "diff of ire,bre against cnh: exit 2, no event in common" || nok "diff with no event in common (rc $rc: $(cat "$OUT/err"))"
 
 # --- names: a PLT stub is named as objdump names it (NAME@plt), a symbol
 # without its version (@@GLIBC_...).  At interval 10 (the 4 KiB ring run)
