@@ -112,4 +112,73 @@ PmuStatus pmu_wrmsr(const PmuProfile *p, const PmuRegs *r, uint32_t msr,
 PmuStatus pmu_rdpmc(const PmuProfile *p, const PmuRegs *r, uint32_t ecx,
                     uint64_t *val);
 
+/*
+ * Counting.  What a counter counts, decoded from its controls: the event
+ * table of the profile (SDM 18.13 for the architectural events, 18.17 and
+ * the Core i7 event list for Nehalem's), the USR and OS filters and the
+ * enables.  The source is what the event layer reports; an event the
+ * model does not know, or a modifier it does not model yet (EDGE, INV,
+ * CMASK), gives PMU_SRC_NONE with known = false: the counter counts 0.
+ */
+typedef enum PmuSource {
+    PMU_SRC_NONE = 0,
+    PMU_SRC_INSN,        /* instructions retired */
+    PMU_SRC_BRANCH,      /* branches retired, of the kinds in .kinds */
+    PMU_SRC_BRANCH_MISP, /* the same, mispredicted (the predictor model) */
+    PMU_SRC_CYCLES,      /* core cycles, unhalted (the cost model) */
+    PMU_SRC_REF_CYCLES,  /* reference cycles, unhalted (the cost model) */
+    PMU_SRC_LOADS,       /* load instructions retired */
+    PMU_SRC_STORES,      /* store instructions retired */
+    PMU_SRC_LOAD_LEVEL,  /* loads retired, by supplier (PMU_LEVEL_*) */
+    PMU_SRC_LLC_REF,     /* references to the last-level cache */
+    PMU_SRC_LLC_MISS,    /* misses in the last-level cache */
+} PmuSource;
+
+/* Branch kinds of the event layer (PmuCount.kinds of the branch sources) */
+#define PMU_BR_COND (1u << 0)     /* Jcc, JrCXZ, LOOP, LOOPE, LOOPNE */
+#define PMU_BR_JMP (1u << 1)      /* near JMP, direct or indirect */
+#define PMU_BR_CALL (1u << 2)     /* near CALL, direct or indirect */
+#define PMU_BR_RET (1u << 3)      /* near RET */
+/* far JMP, CALL and RET; INT n, IRET, SYSCALL, SYSRET, SYSENTER, SYSEXIT */
+#define PMU_BR_FAR (1u << 4)
+#define PMU_BR_ALL 0x1fu
+
+/* Where a load came from (PmuCount.kinds of PMU_SRC_LOAD_LEVEL) */
+#define PMU_LEVEL_L1 (1u << 0)
+#define PMU_LEVEL_L2 (1u << 1)
+#define PMU_LEVEL_L3 (1u << 2)
+#define PMU_LEVEL_DRAM (1u << 3)
+
+/* PmuCount.cpl */
+#define PMU_CPL0 (1u << 0)    /* OS: counts at CPL 0 */
+#define PMU_CPL123 (1u << 1)  /* USR: counts at CPL 1, 2 and 3 */
+
+typedef struct PmuCount {
+    uint8_t source; /* PMU_SRC_* */
+    uint8_t kinds;  /* PMU_BR_* or PMU_LEVEL_*, by source */
+    uint8_t cpl;    /* PMU_CPL0 | PMU_CPL123: where it counts; 0: nowhere */
+    bool pmi;       /* INT (or the fixed field's PMI): a PMI on overflow */
+    bool known;     /* false: the event or a modifier is not modelled */
+} PmuCount;
+
+/* General-purpose counter @i: from IA32_PERFEVTSELi and GLOBAL_CTRL */
+PmuCount pmu_count_gp(const PmuProfile *p, const PmuRegs *r, unsigned i);
+/* Fixed-function counter @i: from IA32_FIXED_CTR_CTRL and GLOBAL_CTRL */
+PmuCount pmu_count_fixed(const PmuProfile *p, const PmuRegs *r, unsigned i);
+
+/*
+ * How many events general-purpose (@fixed false) or fixed-function
+ * counter @i takes before it overflows: from its value to 2^width, so
+ * at least 1.
+ */
+uint64_t pmu_until_overflow(const PmuProfile *p, const PmuRegs *r,
+                            bool fixed, unsigned i);
+/*
+ * Count @n events on that counter: it wraps modulo 2^width, and when it
+ * passes 2^width - 1 its IA32_PERF_GLOBAL_STATUS bit is set.  Returns
+ * whether it overflowed.
+ */
+bool pmu_add(const PmuProfile *p, const PmuRegs *r, bool fixed, unsigned i,
+             uint64_t n);
+
 #endif /* PMU_ENGINE_H */

@@ -138,6 +138,84 @@ Reg decode(const PmuProfile *p, uint32_t msr, unsigned *index)
     }
 }
 
+// IA32_PERFEVTSELx fields (SDM 18.13)
+constexpr uint64_t kEvtselUsr = uint64_t{1} << 16;
+constexpr uint64_t kEvtselOs = uint64_t{1} << 17;
+constexpr uint64_t kEvtselEdge = uint64_t{1} << 18;
+constexpr uint64_t kEvtselInt = uint64_t{1} << 20;
+constexpr uint64_t kEvtselEn = uint64_t{1} << 22;
+constexpr uint64_t kEvtselInv = uint64_t{1} << 23;
+constexpr unsigned kEvtselCmaskShift = 24;
+
+// One event of the table: event select, unit mask, what it counts
+struct Event {
+    uint8_t select, umask, source, kinds;
+};
+
+// Nehalem's events that the model counts: the seven architectural ones
+// (SDM Appendix A, Table A-1) and those of the Core i7 list (Table A-2)
+// whose source the event layer has.  Umask bits of BR_INST_RETIRED and
+// BR_MISP_RETIRED combine; the others are matched whole.
+constexpr Event kNehalemEvents[] = {
+    {0x3c, 0x00, PMU_SRC_CYCLES, 0},     // UnHalted Core Cycles
+    {0x3c, 0x01, PMU_SRC_REF_CYCLES, 0}, // UnHalted Reference Cycles
+    {0xc0, 0x00, PMU_SRC_INSN, 0},       // INST_RETIRED.ANY_P
+    {0x2e, 0x4f, PMU_SRC_LLC_REF, 0},    // LLC Reference
+    {0x2e, 0x41, PMU_SRC_LLC_MISS, 0},   // LLC Misses
+    {0xc4, 0x00, PMU_SRC_BRANCH, PMU_BR_ALL},      // Branch Instruction Retired
+    {0xc5, 0x00, PMU_SRC_BRANCH_MISP, PMU_BR_ALL}, // Branch Misses Retired
+    {0x0b, 0x01, PMU_SRC_LOADS, 0},      // MEM_INST_RETIRED.LOADS
+    {0x0b, 0x02, PMU_SRC_STORES, 0},     // MEM_INST_RETIRED.STORES
+    {0xcb, 0x01, PMU_SRC_LOAD_LEVEL, PMU_LEVEL_L1}, // MEM_LOAD_RETIRED.L1D_HIT
+    {0xcb, 0x02, PMU_SRC_LOAD_LEVEL, PMU_LEVEL_L2}, // .L2_HIT
+    {0xcb, 0x04, PMU_SRC_LOAD_LEVEL, PMU_LEVEL_L3}, // .L3_UNSHARED_HIT
+    // .OTHER_CORE_L2_HIT_HITM: no vCPU's cache holds another's lines
+    {0xcb, 0x08, PMU_SRC_LOAD_LEVEL, 0},
+    {0xcb, 0x10, PMU_SRC_LOAD_LEVEL, PMU_LEVEL_DRAM}, // .L3_MISS
+};
+
+// BR_INST_RETIRED's (C4H) and BR_MISP_RETIRED's (C5H) unit mask bits:
+// 01H CONDITIONAL, 02H NEAR_CALL, 04H ALL_BRANCHES (Table A-2)
+uint8_t branch_kinds(uint8_t umask)
+{
+    uint8_t kinds = 0;
+
+    if (umask & 0x01) {
+        kinds |= PMU_BR_COND;
+    }
+    if (umask & 0x02) {
+        kinds |= PMU_BR_CALL;
+    }
+    if (umask & 0x04) {
+        kinds |= PMU_BR_ALL;
+    }
+    return umask & ~0x07u ? 0 : kinds;
+}
+
+// What event select @select with unit mask @umask counts
+PmuCount decode_event(const PmuProfile *, uint8_t select, uint8_t umask)
+{
+    PmuCount c = {};
+
+    if ((select == 0xc4 || select == 0xc5) && umask) {
+        c.kinds = branch_kinds(umask);
+        if (c.kinds) {
+            c.source = select == 0xc4 ? PMU_SRC_BRANCH : PMU_SRC_BRANCH_MISP;
+            c.known = true;
+        }
+        return c;
+    }
+    for (const Event &e : kNehalemEvents) {
+        if (e.select == select && e.umask == umask) {
+            c.source = e.source;
+            c.kinds = e.kinds;
+            c.known = true;
+            break;
+        }
+    }
+    return c;
+}
+
 } // namespace
 
 extern "C" {
@@ -330,6 +408,67 @@ PmuStatus pmu_rdpmc(const PmuProfile *p, const PmuRegs *r, uint32_t ecx,
         return PMU_DONE;
     }
     return PMU_GP;
+}
+
+PmuCount pmu_count_gp(const PmuProfile *p, const PmuRegs *r, unsigned i)
+{
+    uint64_t sel = r->gp_evtsel[i];
+    PmuCount c = decode_event(p, sel & 0xff, (sel >> 8) & 0xff);
+
+    if (sel & (kEvtselEdge | kEvtselInv | uint64_t{0xff} << kEvtselCmaskShift)) {
+        // per-cycle modifiers: not modelled yet
+        c = PmuCount{};
+    }
+    c.pmi = sel & kEvtselInt;
+    if ((sel & kEvtselEn) && (*r->global_ctrl & (uint64_t{1} << i))) {
+        c.cpl = (sel & kEvtselOs ? PMU_CPL0 : 0) |
+                (sel & kEvtselUsr ? PMU_CPL123 : 0);
+    }
+    if (!c.known) {
+        c.source = PMU_SRC_NONE;
+    }
+    return c;
+}
+
+PmuCount pmu_count_fixed(const PmuProfile *p, const PmuRegs *r, unsigned i)
+{
+    // IA32_FIXED_CTR0 counts INST_RETIRED.ANY, 1 CPU_CLK_UNHALTED.CORE,
+    // 2 CPU_CLK_UNHALTED.REF (SDM 18.13, Table A-1's fixed counters)
+    static const uint8_t kFixedSource[] = {
+        PMU_SRC_INSN, PMU_SRC_CYCLES, PMU_SRC_REF_CYCLES,
+    };
+    uint64_t field = *r->fixed_ctr_ctrl >> (4 * i);
+    PmuCount c = {};
+
+    (void)p;
+    c.source = kFixedSource[i];
+    c.known = true;
+    c.pmi = field & 8;
+    if (*r->global_ctrl & (uint64_t{1} << (32 + i))) {
+        c.cpl = (field & 1 ? PMU_CPL0 : 0) | (field & 2 ? PMU_CPL123 : 0);
+    }
+    return c;
+}
+
+uint64_t pmu_until_overflow(const PmuProfile *p, const PmuRegs *r,
+                            bool fixed, unsigned i)
+{
+    uint64_t value = fixed ? r->fixed_counter[i] : r->gp_counter[i];
+
+    return counter_mask(p, fixed) - value + 1;
+}
+
+bool pmu_add(const PmuProfile *p, const PmuRegs *r, bool fixed, unsigned i,
+             uint64_t n)
+{
+    uint64_t *value = fixed ? &r->fixed_counter[i] : &r->gp_counter[i];
+    bool overflow = n >= pmu_until_overflow(p, r, fixed, i);
+
+    *value = (*value + n) & counter_mask(p, fixed);
+    if (overflow) {
+        *r->global_status |= uint64_t{1} << (fixed ? 32 + i : i);
+    }
+    return overflow;
 }
 
 } // extern "C"
