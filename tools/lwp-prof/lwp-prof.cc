@@ -128,6 +128,43 @@ const char *const kEventMeasures[LWP_NUM_EVENTS + 1] = {
     exit(status);
 }
 
+// A command's arguments, read in order: an option's value is the next one
+class Args {
+public:
+    Args(const char *cmd, int argc, char **argv)
+        : cmd_(cmd), argc_(argc), argv_(argv) {}
+    bool more() const { return i_ < argc_; }
+    std::string next() { return argv_[i_++]; }
+    void back() { i_--; }
+    const char *value(const char *opt)
+    {
+        if (i_ >= argc_) {
+            die(2, "%s: %s needs a value (lwp-prof --help)", cmd_, opt);
+        }
+        return argv_[i_++];
+    }
+    unsigned long number(const char *opt)
+    {
+        const char *v = value(opt);
+        char *end;
+        errno = 0;
+        unsigned long n = strtoul(v, &end, 10);
+        if (!*v || *end || errno || v[0] == '-') {
+            die(2, "%s: %s wants a number, not '%s'", cmd_, opt, v);
+        }
+        return n;
+    }
+    [[noreturn]] void unknown(const std::string &a) const
+    {
+        die(2, "%s: unknown option '%s' (lwp-prof --help)", cmd_, a.c_str());
+    }
+
+private:
+    const char *cmd_;
+    int argc_, i_ = 0;
+    char **argv_;
+};
+
 // An EventId as the report names it: the event, LWPINS's 255, or "other"
 const char *event_label(int id)
 {
@@ -709,56 +746,48 @@ std::string find_qemu(const RecordOpts &o)
 int cmd_record(int argc, char **argv)
 {
     RecordOpts o;
-    int i = 0;
-    auto need = [&](const char *opt) -> std::string {
-        if (i + 1 >= argc) {
-            die(2, "record: %s needs a value (lwp-prof --help)", opt);
-        }
-        return argv[++i];
-    };
-    for (i = 0; i < argc; i++) {
-        std::string a = argv[i];
+    Args in("record", argc, argv);
+    while (in.more()) {
+        std::string a = in.next();
         if (a == "--") {
-            i++;
             break;
         } else if (a == "-o" || a == "--output") {
-            o.output = need("-o");
+            o.output = in.value("-o");
         } else if (a == "-e" || a == "--events") {
-            o.events = need("-e");
+            o.events = in.value("-e");
         } else if (a == "--ring-kb") {
-            std::string v = need("--ring-kb");
-            char *end;
-            unsigned long n = strtoul(v.c_str(), &end, 10);
-            if (v.empty() || *end || n < 4 || n > 65536) {
+            unsigned long n = in.number("--ring-kb");
+            if (n < 4 || n > 65536) {
                 die(2, "record: --ring-kb is 4..65536");
             }
             o.ring_kb = unsigned(n);
         } else if (a == "--qemu") {
-            o.qemu = need("--qemu");
+            o.qemu = in.value("--qemu");
             o.force_qemu = true;
         } else if (a == "--cpu") {
-            o.cpu = need("--cpu");
+            o.cpu = in.value("--cpu");
             o.force_qemu = true;
         } else if (a == "--qemu-arg") {
-            o.qemu_args.push_back(need("--qemu-arg"));
+            o.qemu_args.push_back(in.value("--qemu-arg"));
             o.force_qemu = true;
         } else if (a == "--native") {
             o.native = true;
         } else if (a == "--preload") {
-            o.preload = need("--preload");
+            o.preload = in.value("--preload");
         } else if (a == "-q" || a == "--quiet") {
             o.quiet = true;
         } else if (a == "-h" || a == "--help") {
             fputs(kUsage, stdout);
             return 0;
         } else if (a[0] == '-') {
-            die(2, "record: unknown option '%s' (lwp-prof --help)", a.c_str());
+            in.unknown(a);
         } else {
+            in.back();
             break;
         }
     }
-    for (; i < argc; i++) {
-        o.argv.push_back(argv[i]);
+    while (in.more()) {
+        o.argv.push_back(in.next());
     }
     if (o.output.empty()) {
         die(2, "record: -o FILE is required (lwp-prof --help)");
@@ -1531,37 +1560,23 @@ int cmd_report(int argc, char **argv)
     std::string file, speedscope, event;
     unsigned long top = 20, nannotate = 3, nbranches = 10;
     bool speedscope_set = false, force = false;
-    auto number = [](const char *opt, const char *v) {
-        char *end;
-        errno = 0;
-        unsigned long n = strtoul(v, &end, 10);
-        if (!*v || *end || errno || v[0] == '-') {
-            die(2, "report: %s wants a number, not '%s'", opt, v);
-        }
-        return n;
-    };
-    for (int i = 0; i < argc; i++) {
-        std::string a = argv[i];
-        auto need = [&](const char *opt) -> const char * {
-            if (i + 1 >= argc) {
-                die(2, "report: %s needs a value (lwp-prof --help)", opt);
-            }
-            return argv[++i];
-        };
+    Args args("report", argc, argv);
+    while (args.more()) {
+        std::string a = args.next();
         if (a == "--top") {
-            top = number("--top", need("--top"));
+            top = args.number("--top");
         } else if (a == "--annotate") {
-            nannotate = number("--annotate", need("--annotate"));
+            nannotate = args.number("--annotate");
         } else if (a == "--branches") {
-            nbranches = number("--branches", need("--branches"));
+            nbranches = args.number("--branches");
         } else if (a == "--event") {
-            event = need("--event");
+            event = args.value("--event");
             if (event_id(event) < 0) {
                 die(2, "report: unknown event '%s' (ire, bre, dme, cnh, rnh)",
                     event.c_str());
             }
         } else if (a == "-s" || a == "--speedscope") {
-            speedscope = need("-s");
+            speedscope = args.value("-s");
             speedscope_set = true;
         } else if (a == "--force") {
             force = true;
@@ -1569,7 +1584,7 @@ int cmd_report(int argc, char **argv)
             fputs(kUsage, stdout);
             return 0;
         } else if (a[0] == '-' && a != "-") {
-            die(2, "report: unknown option '%s' (lwp-prof --help)", a.c_str());
+            args.unknown(a);
         } else if (file.empty()) {
             file = a;
         } else {
@@ -2105,23 +2120,13 @@ int cmd_diff(int argc, char **argv)
     std::string event;
     std::vector<std::string> files;
     unsigned long top = 20;
-    for (int i = 0; i < argc; i++) {
-        std::string a = argv[i];
-        auto need = [&](const char *opt) -> const char * {
-            if (i + 1 >= argc) {
-                die(2, "diff: %s needs a value (lwp-prof --help)", opt);
-            }
-            return argv[++i];
-        };
+    Args args("diff", argc, argv);
+    while (args.more()) {
+        std::string a = args.next();
         if (a == "--top") {
-            const char *v = need("--top");
-            char *end;
-            top = strtoul(v, &end, 10);
-            if (!*v || *end || v[0] == '-') {
-                die(2, "diff: --top wants a number, not '%s'", v);
-            }
+            top = args.number("--top");
         } else if (a == "--event") {
-            event = need("--event");
+            event = args.value("--event");
             if (event_id(event) < 0) {
                 die(2, "diff: unknown event '%s' (ire, bre, dme, cnh, rnh)",
                     event.c_str());
@@ -2130,7 +2135,7 @@ int cmd_diff(int argc, char **argv)
             fputs(kUsage, stdout);
             return 0;
         } else if (a[0] == '-') {
-            die(2, "diff: unknown option '%s' (lwp-prof --help)", a.c_str());
+            args.unknown(a);
         } else {
             files.push_back(a);
         }
