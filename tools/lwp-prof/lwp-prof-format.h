@@ -21,7 +21,7 @@
 #include <stdint.h>
 
 #define LWPPROF_MAGIC           "LWPPROF"   /* 8 bytes with its NUL */
-#define LWPPROF_VERSION         2   /* 2 added PROCESS; 1 is read too */
+#define LWPPROF_VERSION         2   /* 2 added PROCESS, OBJECTS; 1 is read */
 #define LWPPROF_HEADER_SIZE     16
 #define LWPPROF_CHUNK_HEADER    8
 #define LWPPROF_CHUNK_MAX       (256u << 20)
@@ -45,6 +45,10 @@ enum {
     /* struct lwpprof_process, then the executable's path (text): a
      * process the program started, which is not profiled */
     LWPPROF_PROCESS = 8,
+    /* text, a line per loaded object: "path\tbuild-id\tsize\tmtime"
+     * (build-id in hex, "" when it has none; mtime "seconds.nanoseconds"),
+     * with MAPS */
+    LWPPROF_OBJECTS = 9,
 };
 
 #define LWPPROF_THREAD_START    1

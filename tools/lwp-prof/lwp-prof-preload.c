@@ -49,7 +49,10 @@
 #include <cpuid.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <elf.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <link.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -58,6 +61,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <ucontext.h>
@@ -243,6 +247,93 @@ static void warn(const char *fmt, ...)
     va_end(ap);
 }
 
+struct text {
+    char *buf;
+    size_t len, cap;
+};
+
+static void add_text(struct text *t, const char *fmt, ...)
+{
+    va_list ap;
+    int n;
+
+    for (;;) {
+        va_start(ap, fmt);
+        n = vsnprintf(t->buf + t->len, t->cap - t->len, fmt, ap);
+        va_end(ap);
+        if (n < 0) {
+            return;
+        }
+        if ((size_t)n < t->cap - t->len) {
+            t->len += n;
+            return;
+        }
+        char *nb = realloc(t->buf, t->cap * 2 + n + 1);
+
+        if (!nb) {
+            return;
+        }
+        t->buf = nb;
+        t->cap = t->cap * 2 + n + 1;
+    }
+}
+
+/* One line of OBJECTS: the loaded object's file, build-id, size, mtime */
+static int object_line(struct dl_phdr_info *info, size_t size, void *p)
+{
+    char path[PATH_MAX], id[2 * 64 + 1] = "";
+    const char *name = info->dlpi_name;
+    struct stat st;
+
+    (void)size;
+    if (!name || !*name) {
+        name = "/proc/self/exe";    /* the program */
+    }
+    if (name[0] != '/' || !realpath(name, path) || stat(path, &st)) {
+        return 0;                   /* the vDSO */
+    }
+    for (int i = 0; i < info->dlpi_phnum && !id[0]; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        const uint8_t *n = (const uint8_t *)(info->dlpi_addr + ph->p_vaddr);
+        const uint8_t *end = n + ph->p_memsz;
+
+        while (ph->p_type == PT_NOTE && n + sizeof(ElfW(Nhdr)) <= end) {
+            const ElfW(Nhdr) *nh = (const ElfW(Nhdr) *)n;
+            const uint8_t *desc = n + sizeof(*nh) + ((nh->n_namesz + 3) & ~3u);
+
+            if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 &&
+                !memcmp(n + sizeof(*nh), "GNU", 4) && nh->n_descsz <= 64 &&
+                desc + nh->n_descsz <= end) {
+                for (unsigned k = 0; k < nh->n_descsz; k++) {
+                    snprintf(id + 2 * k, 3, "%02x", desc[k]);
+                }
+                break;
+            }
+            n = desc + ((nh->n_descsz + 3) & ~3u);
+        }
+    }
+    add_text(p, "%s\t%s\t%lld\t%lld.%09ld\n", path, id, (long long)st.st_size,
+             (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
+    return 0;
+}
+
+/*
+ * The OBJECTS chunk: each loaded object's build-id, and its file's size
+ * and mtime, so that the report sees a file that changed since
+ */
+static void put_objects(void)
+{
+    struct text t = { malloc(4096), 0, 4096 };
+
+    if (!t.buf) {
+        return;
+    }
+    dl_iterate_phdr(object_line, &t);
+    put_text(LWPPROF_OBJECTS, t.buf, t.len);
+    free(t.buf);
+}
+
+/* The MAPS chunk, then OBJECTS */
 static void put_maps(void)
 {
     char *buf = NULL;
@@ -274,6 +365,7 @@ static void put_maps(void)
         put_text(LWPPROF_MAPS, buf, len);
     }
     free(buf);
+    put_objects();
 }
 
 /* Write the records in [tail, head) and move the tail to the head */
@@ -1083,12 +1175,12 @@ static void lwp_prof_start(void)
         fail("out of memory");
     }
     t->seq = g.seq = 1;
+    put_maps();     /* before LWP counts: not the program's work */
     why = thread_start(t);
     if (why) {
         fail(why);
     }
     put_info(t);
-    put_maps();
     pthread_atfork(NULL, NULL, child_after_fork);
 }
 

@@ -35,6 +35,7 @@
 
 #include <capstone/capstone.h>
 #include <elfutils/libdw.h>
+#include <elfutils/libdwelf.h>
 #include <elfutils/libdwfl.h>
 #include <gelf.h>
 
@@ -82,6 +83,11 @@ const char *const kUsage =
     "                        first of ire, bre, dme, cnh, rnh in FILE)\n"
     "      --force           read a file whose recording did not finish:\n"
     "                        its whole chunks\n"
+    "      --symfs DIR       read the program's file /path as DIR/path when\n"
+    "                        that exists (an unstripped or the original\n"
+    "                        build; also for diff)\n"
+    "      --debug-dir DIR   look for separate debug info in DIR too\n"
+    "                        (repeatable; also for diff)\n"
     "  -s, --speedscope OUT  write the speedscope profile there (default\n"
     "                        FILE.speedscope.json; '-' for none)\n"
     "  report exits 0, 1 on a bad file, 2 on bad usage\n"
@@ -281,8 +287,14 @@ struct Process {
     std::string exe;
 };
 
+// A loaded object's file as the recording saw it (OBJECTS)
+struct ObjectId {
+    std::string build_id, size, mtime;
+};
+
 struct Profile {
     std::map<std::string, std::string> info;
+    std::map<std::string, ObjectId> objects;    // by path
     std::vector<Process> processes;     // PROCESS chunks, in file order
     std::vector<MapEntry> maps;
     std::vector<Record> records;
@@ -330,13 +342,21 @@ bool read_file(const std::string &path, std::vector<uint8_t> &data,
     return true;
 }
 
+// The parts of @text between the @sep characters
+std::vector<std::string> split(const std::string &text, char sep)
+{
+    std::vector<std::string> r;
+    size_t a = 0;
+    for (size_t t; (t = text.find(sep, a)) != std::string::npos; a = t + 1) {
+        r.push_back(text.substr(a, t - a));
+    }
+    r.push_back(text.substr(a));
+    return r;
+}
+
 void parse_maps(const std::string &text, std::vector<MapEntry> &out)
 {
-    size_t pos = 0;
-    while (pos < text.size()) {
-        size_t nl = text.find('\n', pos);
-        std::string line = text.substr(pos, nl - pos);
-        pos = nl == std::string::npos ? text.size() : nl + 1;
+    for (const auto &line : split(text, '\n')) {
         unsigned long long s, e, off;
         char perms[8];
         int name_at = 0;
@@ -405,11 +425,7 @@ bool walk(const std::vector<uint8_t> &d, Profile *prof, size_t *good_end,
             switch (type) {
             case LWPPROF_INFO: {
                 std::string text(reinterpret_cast<const char *>(p), size);
-                size_t pos = 0;
-                while (pos < text.size()) {
-                    size_t nl = text.find('\n', pos);
-                    std::string line = text.substr(pos, nl - pos);
-                    pos = nl == std::string::npos ? text.size() : nl + 1;
+                for (const auto &line : split(text, '\n')) {
                     size_t eq = line.find('=');
                     if (eq != std::string::npos) {
                         prof->info[line.substr(0, eq)] = line.substr(eq + 1);
@@ -473,6 +489,16 @@ bool walk(const std::vector<uint8_t> &d, Profile *prof, size_t *good_end,
                 prof->has_exit = true;
                 memcpy(&prof->exit_rec, p, sizeof(lwpprof_exit));
                 break;
+            case LWPPROF_OBJECTS: {
+                std::string text(reinterpret_cast<const char *>(p), size);
+                for (const auto &line : split(text, '\n')) {
+                    std::vector<std::string> f = split(line, '\t');
+                    if (f.size() == 4) {
+                        prof->objects[f[0]] = {f[1], f[2], f[3]};
+                    }
+                }
+                break;
+            }
             case LWPPROF_PROCESS: {
                 if (size < sizeof(lwpprof_process)) {
                     err = "bad PROCESS chunk" + where;
@@ -1053,15 +1079,55 @@ std::string demangle(const char *name)
     return name;
 }
 
+// Where the report finds the program's files: --symfs DIR (the file
+// /path as DIR/path, when there), --debug-dir DIR (separate debug info)
+struct SymOpts {
+    std::string symfs;
+    std::vector<std::string> debug_dirs;
+};
+
+// The GNU build-id of an ELF file in hex, "" when it has none
+std::string file_build_id(const std::string &path)
+{
+    int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        return "";
+    }
+    std::string r;
+    Elf *e = elf_begin(fd, ELF_C_READ, nullptr);
+    const void *id = nullptr;
+    ssize_t n = e ? dwelf_elf_gnu_build_id(e, &id) : -1;
+    for (ssize_t i = 0; i < n; i++) {
+        char b[3];
+        snprintf(b, sizeof(b), "%02x", static_cast<const uint8_t *>(id)[i]);
+        r += b;
+    }
+    if (e) {
+        elf_end(e);
+    }
+    close(fd);
+    return r;
+}
+
 class Symbolizer {
 public:
-    explicit Symbolizer(const std::vector<MapEntry> &maps) : maps_(maps)
+    // Each loaded object the recording saw is checked against its file
+    // now: one that is gone or was rebuilt (another build-id) is not used,
+    // and one without a build-id whose size or mtime changed is used with
+    // a warning (*warnings)
+    Symbolizer(const Profile &prof, const SymOpts &opts,
+               std::vector<std::string> *warnings)
+        : maps_(prof.maps)
     {
-        static char *debuginfo_path = nullptr;
+        debuginfo_path_ = ":.debug:/usr/lib/debug";
+        for (const auto &d : opts.debug_dirs) {
+            debuginfo_path_ += ":" + d;
+        }
+        debuginfo_ = &debuginfo_path_[0];
         cb_.find_elf = dwfl_build_id_find_elf;
         cb_.find_debuginfo = dwfl_standard_find_debuginfo;
         cb_.section_address = dwfl_offline_section_address;
-        cb_.debuginfo_path = &debuginfo_path;
+        cb_.debuginfo_path = &debuginfo_;
         dwfl_ = dwfl_begin(&cb_);
         elf_version(EV_CURRENT);
         dwfl_report_begin(dwfl_);
@@ -1071,9 +1137,18 @@ public:
                 continue;
             }
             done.insert(m.path);
+            std::string file = m.path;
+            if (!opts.symfs.empty() && is_file(opts.symfs + m.path)) {
+                file = opts.symfs + m.path;
+            }
+            auto obj = prof.objects.find(m.path);
+            if (obj != prof.objects.end() &&
+                !still_there(m.path, file, obj->second, warnings)) {
+                continue;
+            }
             uint64_t bias;
-            if (bias_of(m.path, &bias)) {
-                dwfl_report_elf(dwfl_, m.path.c_str(), m.path.c_str(), -1,
+            if (bias_of(file, m.path, &bias)) {
+                dwfl_report_elf(dwfl_, m.path.c_str(), file.c_str(), -1,
                                 bias, true);
             }
         }
@@ -1326,10 +1401,54 @@ private:
         return "[unmapped]";
     }
 
-    // The load bias: where the mapping of offset 0's page put p_vaddr 0
-    bool bias_of(const std::string &path, uint64_t *bias) const
+    static bool is_file(const std::string &p)
     {
-        int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+        struct stat st;
+        return stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+    }
+
+    // Whether @file is the object @path that the recording loaded
+    static bool still_there(const std::string &path, const std::string &file,
+                            const ObjectId &id,
+                            std::vector<std::string> *warnings)
+    {
+        struct stat st;
+        if (stat(file.c_str(), &st) != 0) {
+            warnings->push_back(path + " is gone: its samples are unnamed "
+                                "(--symfs DIR finds it as DIR" + path + ")");
+            return false;
+        }
+        if (!id.build_id.empty()) {
+            std::string now = file_build_id(file);
+            if (now != id.build_id) {
+                warnings->push_back(
+                    file + " is not the file the program ran (build-id " +
+                    id.build_id + ", now " + (now.empty() ? "none" : now) +
+                    "): its samples are unnamed (--symfs DIR finds it as DIR" +
+                    path + ")");
+                return false;
+            }
+            return true;
+        }
+        char mtime[64];
+        snprintf(mtime, sizeof(mtime), "%lld.%09ld",
+                 (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
+        if (file == path &&
+            (id.size != std::to_string(st.st_size) || id.mtime != mtime)) {
+            warnings->push_back(path + " changed since the recording (size "
+                                "or mtime) and has no build-id: its names "
+                                "may be wrong");
+        }
+        return true;
+    }
+
+    // The load bias of @path: where the mapping of offset 0's page put
+    // p_vaddr 0, from the program headers of @file (@path or its --symfs
+    // copy)
+    bool bias_of(const std::string &file, const std::string &path,
+                 uint64_t *bias) const
+    {
+        int fd = open(file.c_str(), O_RDONLY | O_CLOEXEC);
         if (fd < 0) {
             return false;
         }
@@ -1360,6 +1479,8 @@ private:
     }
 
     const std::vector<MapEntry> &maps_;
+    std::string debuginfo_path_;
+    char *debuginfo_ = nullptr;
     Dwfl_Callbacks cb_{};
     Dwfl *dwfl_ = nullptr;
     std::unordered_map<uint64_t, SymInfo> cache_;
@@ -1367,6 +1488,20 @@ private:
 };
 
 // ---------------------------------------------------------------- report
+
+// --symfs DIR and --debug-dir DIR, of report and diff
+bool sym_option(Args &args, const std::string &a, SymOpts &o)
+{
+    if (a == "--symfs") {
+        o.symfs = args.value("--symfs");
+        return true;
+    }
+    if (a == "--debug-dir") {
+        o.debug_dirs.push_back(args.value("--debug-dir"));
+        return true;
+    }
+    return false;
+}
 
 struct Func {
     std::string name, module, file;
@@ -1560,6 +1695,7 @@ int cmd_report(int argc, char **argv)
     std::string file, speedscope, event;
     unsigned long top = 20, nannotate = 3, nbranches = 10;
     bool speedscope_set = false, force = false;
+    SymOpts sopts;
     Args args("report", argc, argv);
     while (args.more()) {
         std::string a = args.next();
@@ -1580,6 +1716,8 @@ int cmd_report(int argc, char **argv)
             speedscope_set = true;
         } else if (a == "--force") {
             force = true;
+        } else if (sym_option(args, a, sopts)) {
+            // --symfs or --debug-dir, read
         } else if (a == "-h" || a == "--help") {
             fputs(kUsage, stdout);
             return 0;
@@ -1631,7 +1769,8 @@ int cmd_report(int argc, char **argv)
             die(1, "%s: %s", speedscope.c_str(), strerror(errno));
         }
     }
-    Symbolizer sym(prof.maps);
+    std::vector<std::string> sym_warnings;
+    Symbolizer sym(prof, sopts, &sym_warnings);
 
     // Header
     uint64_t by_event[256] = {};
@@ -1717,6 +1856,9 @@ int cmd_report(int argc, char **argv)
             sep = ", ";
         }
         printf("\n");
+    }
+    for (const auto &w : sym_warnings) {
+        printf("  warning: %s\n", w.c_str());
     }
     for (const auto &n : prof.notes) {
         printf("  note: %s\n", n.c_str());
@@ -2120,6 +2262,7 @@ int cmd_diff(int argc, char **argv)
     std::string event;
     std::vector<std::string> files;
     unsigned long top = 20;
+    SymOpts sopts;
     Args args("diff", argc, argv);
     while (args.more()) {
         std::string a = args.next();
@@ -2131,6 +2274,8 @@ int cmd_diff(int argc, char **argv)
                 die(2, "diff: unknown event '%s' (ire, bre, dme, cnh, rnh)",
                     event.c_str());
             }
+        } else if (sym_option(args, a, sopts)) {
+            // --symfs or --debug-dir, read
         } else if (a == "-h" || a == "--help") {
             fputs(kUsage, stdout);
             return 0;
@@ -2164,7 +2309,8 @@ int cmd_diff(int argc, char **argv)
     // for, samples x (N+1)
     uint64_t na = interval_of(pa, ev) + 1, nb = interval_of(pb, ev) + 1;
     uint64_t wa = na == nb ? 1 : na, wb = na == nb ? 1 : nb;
-    Symbolizer sa(pa.maps), sb(pb.maps);
+    std::vector<std::string> warn_a, warn_b;
+    Symbolizer sa(pa, sopts, &warn_a), sb(pb, sopts, &warn_b);
     std::map<std::string, uint64_t> fa, fb, la, lb;
     // the program's module: its name, or both names when they differ
     std::string ea = basename_of(pa.info["exe"]), eb = basename_of(pb.info["exe"]);
@@ -2191,6 +2337,12 @@ int cmd_diff(int argc, char **argv)
     }
     printf("  total: A %" PRIu64 ", B %" PRIu64 " %s, change %+" PRId64 "\n",
            ta, tb, unit.c_str(), int64_t(tb) - int64_t(ta));
+    for (const auto &w : warn_a) {
+        printf("  warning (A): %s\n", w.c_str());
+    }
+    for (const auto &w : warn_b) {
+        printf("  warning (B): %s\n", w.c_str());
+    }
     std::string title = "Functions by change (B - A, " + unit + ")";
     print_changes(title.c_str(), "function", fa, fb, wa, wb, top, true);
     if (!la.empty() || !lb.empty()) {

@@ -424,6 +424,52 @@ check "names: prof-work has no unnamed code ([prof-work+0x...])" \
     sh -c "! grep -q '^\[' '$OUT/ring4.names'"
 check "names: no symbol version in a name" sh -c "! grep -q '@@' '$OUT/ring4.report'"
 
+# --- files that changed since the recording: the report checks each
+# loaded object against the build-id the recording saw (size and mtime
+# without one).  A rebuild with -O1 has other code, so another build-id
+S=$OUT/stale
+rm -rf "$S" && mkdir -p "$S/symfs$S" && cp "$W" "$S/pw" &&
+    gcc -O2 -no-pie -mlwp -pthread -Wl,--build-id=none -o "$S/nb" "$HERE/prof-work.c"
+"$P" record -q -e ire:$I -o "$S/pw.lwpprof" -- "$S/pw" >/dev/null 2>&1
+"$P" report --top 3 -s - "$S/pw.lwpprof" >"$S/same.report" 2>&1
+check "stale: the same file: no warning" sh -c "! grep -q '^  warning' '$S/same.report'"
+cp "$S/pw" "$S/symfs$S/pw"
+gcc -O1 -no-pie -mlwp -pthread -o "$S/pw" "$HERE/prof-work.c"
+"$P" report --top 3 -s - "$S/pw.lwpprof" >"$S/rebuilt.report" 2>&1
+check "stale: a rebuilt program is named in a warning" \
+    grep -q "^  warning: $S/pw is not the file the program ran (build-id [0-9a-f]*, now [0-9a-f]*)" "$S/rebuilt.report"
+check "stale: and its samples are not named from the new build" \
+    sh -c "! grep -qE ' work_[abc]\$' '$S/rebuilt.report'"
+"$P" report --top 3 --symfs "$S/symfs" -s - "$S/pw.lwpprof" >"$S/symfs.report" 2>&1
+s=$(samples "$S/symfs.report" work_b)
+if ! grep -q '^  warning' "$S/symfs.report" && within_one "$s" 6000002 $((I + 1)); then
+    ok "stale: --symfs gives the file as it ran: no warning, work_b $s samples"
+else
+    nok "stale: --symfs: work_b ${s:-unnamed}, want 6000002 / 10008 within one, and no warning"
+fi
+rm -f "$S/pw"
+"$P" report --top 3 -s - "$S/pw.lwpprof" >"$S/gone.report" 2>&1
+check "stale: a deleted program is named in a warning" grep -q "^  warning: $S/pw is gone" "$S/gone.report"
+"$P" record -q -e ire:$I -o "$S/nb.lwpprof" -- "$S/nb" >/dev/null 2>&1
+touch -d 2001-01-01 "$S/nb"
+"$P" report --top 3 -s - "$S/nb.lwpprof" >"$S/nb.report" 2>&1
+check "stale: a program without build-id whose mtime changed is named in a warning" \
+    grep -q "^  warning: $S/nb changed since the recording (size or mtime) and has no build-id" "$S/nb.report"
+
+# a stripped program with its debug info apart, by build-id, in a
+# directory given with --debug-dir: named, with its source lines
+mkdir -p "$S/debug" && cp "$OUT/prof-work-g" "$S/pwg" &&
+    id=$(readelf -n "$S/pwg" | sed -n 's/.*Build ID: //p') &&
+    mkdir -p "$S/debug/.build-id/${id:0:2}" &&
+    objcopy --only-keep-debug "$S/pwg" "$S/debug/.build-id/${id:0:2}/${id:2}.debug" &&
+    strip "$S/pwg"
+"$P" record -q -e ire:$I -o "$S/pwg.lwpprof" -- "$S/pwg" >/dev/null 2>&1
+"$P" report --top 3 -s - --debug-dir "$S/debug" "$S/pwg.lwpprof" >"$S/pwg.report" 2>&1
+check "--debug-dir: a stripped program's work_b is named, at its line in prof-work.c" \
+    grep -qE "^ +[0-9]+ .* pwg +work_b \(prof-work.c:$(grep -n '^__attribute__((noinline)) void work_b' "$HERE/prof-work.c" | cut -d: -f1)\)$" "$S/pwg.report"
+"$P" report --top 3 -s - "$S/pwg.lwpprof" >"$S/pwg-nodebug.report" 2>&1
+check "--debug-dir: without it, work_b is not named" sh -c "! grep -q ' work_b ' '$S/pwg-nodebug.report'"
+
 # --- a real program: xz, two threads
 head -c 2000000 /dev/urandom | base64 >"$OUT/xz-input"
 "$P" record -q -e ire:100003,bre:100003 -o "$OUT/xz.lwpprof" -- \
