@@ -1253,7 +1253,7 @@ private:
     // A PLT entry (.plt, .plt.sec) as objdump names it: the symbol of its
     // R_X86_64_JUMP_SLOT relocation in .rela.plt, "@plt"; "*ABS*+0xADDR@plt"
     // for an IRELATIVE one.  In .plt, entry 0 is the lazy resolver's
-    // ("[.plt]") and entry k the stub of relocation k-1; in .plt.sec,
+    // (".plt") and entry k the stub of relocation k-1; in .plt.sec,
     // entry k is relocation k's.
     bool plt_entry(Dwfl_Module *mod, uint64_t ip, SymInfo &si)
     {
@@ -1293,14 +1293,14 @@ private:
         si.func_size = entsize;
         si.has_sym = true;
         if (!sec && k == 0) {
-            si.func = "[.plt]";
+            si.func = ".plt";
             return true;
         }
         uint64_t r = sec ? k : k - 1;
         Elf_Data *rd = rela ? elf_getdata(rela, nullptr) : nullptr;
         GElf_Rela rel;
         if (!rd || !gelf_getrela(rd, int(r), &rel)) {
-            si.func = "[.plt]";
+            si.func = ".plt";
             return true;
         }
         char b[64];
