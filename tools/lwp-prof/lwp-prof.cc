@@ -2088,9 +2088,12 @@ int cmd_report(int argc, char **argv)
     }
 
     // speedscope: one sampled profile per thread, stacks [module, function]
-    // in the order LWP stored them, a run of equal stacks as one sample
-    // whose weight is the events of the run
+    // in the order LWP stored them, in at most kSlices slices of equal
+    // length: a slice holds each of its stacks once, in the order they
+    // first came in it, weighted by the events of its samples (equal
+    // neighbours become one)
     if (ss) {
+        const size_t kSlices = 1000;
         FILE *out = ss;
         std::map<std::string, size_t> frame_ix;
         std::vector<std::string> frames;
@@ -2103,9 +2106,8 @@ int cmd_report(int argc, char **argv)
             frames.push_back(json);
             return frame_ix[json_key] = frames.size() - 1;
         };
-        // per thread: the stacks and how many samples each run holds
-        std::map<uint32_t, std::vector<std::pair<std::pair<size_t, size_t>,
-                                                 uint64_t>>> samples;
+        using Stack = std::pair<size_t, size_t>;
+        std::map<uint32_t, std::vector<Stack>> stacks;     // per thread
         for (const auto &r : prof.records) {
             if (r.event != ev) {
                 continue;
@@ -2122,12 +2124,34 @@ int cmd_report(int argc, char **argv)
                 }
             }
             fj += "}";
-            size_t f = frame("f\t" + func_key(si), fj);
-            auto &v = samples[r.tid];
-            if (!v.empty() && v.back().first == std::make_pair(m, f)) {
-                v.back().second++;
-            } else {
-                v.push_back({{m, f}, 1});
+            stacks[r.tid].emplace_back(m, frame("f\t" + func_key(si), fj));
+        }
+        // per thread: the stacks and the samples each stands for
+        std::map<uint32_t, std::vector<std::pair<Stack, uint64_t>>> samples;
+        for (const auto &t : stacks) {
+            const std::vector<Stack> &v = t.second;
+            auto &outv = samples[t.first];
+            size_t per = (v.size() + kSlices - 1) / kSlices;
+            for (size_t start = 0; start < v.size(); start += per) {
+                std::vector<std::pair<Stack, uint64_t>> slice;
+                std::map<Stack, size_t> at;
+                for (size_t i = start; i < std::min(v.size(), start + per);
+                     i++) {
+                    auto it = at.find(v[i]);
+                    if (it != at.end()) {
+                        slice[it->second].second++;
+                    } else {
+                        at[v[i]] = slice.size();
+                        slice.push_back({v[i], 1});
+                    }
+                }
+                for (const auto &x : slice) {
+                    if (!outv.empty() && outv.back().first == x.first) {
+                        outv.back().second += x.second;
+                    } else {
+                        outv.push_back(x);
+                    }
+                }
             }
         }
         uint64_t w = interval + 1;      // events per sample

@@ -9,9 +9,10 @@ promises (docs/lwp-prof.md): a run of equal stacks is one sample, so no
 two consecutive samples of a profile are the same stack, and the weights
 add up to the events the samples stand for.
 
-usage: check-speedscope.py FILE [EXPECTED_WEIGHT]
+usage: check-speedscope.py [--functions] FILE [EXPECTED_WEIGHT]
 Prints "speedscope: N profiles, N samples, weight N, N frames"; exits 1
-if invalid.
+if invalid.  --functions prints, first, a line "FUNCTION WEIGHT" for each
+frame that ends a stack: its weight over every profile.
 """
 import json
 import os
@@ -23,13 +24,18 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def main():
+    args = sys.argv[1:]
+    functions = args[:1] == ["--functions"]
+    if functions:
+        args = args[1:]
     with open(os.path.join(HERE, "speedscope-file-format-schema.json")) as f:
         schema = json.load(f)
-    with open(sys.argv[1]) as f:
+    with open(args[0]) as f:
         doc = json.load(f)
     jsonschema.validate(doc, schema)
     nframes = len(doc["shared"]["frames"])
     total = weight = 0
+    by_frame = {}
     for p in doc["profiles"]:
         if p["type"] != "sampled":
             sys.exit("only sampled profiles are expected")
@@ -51,8 +57,14 @@ def main():
                          (p["name"], i - 1, i))
         total += len(p["samples"])
         weight += sum(p["weights"])
-    if len(sys.argv) > 2 and weight != int(sys.argv[2]):
-        sys.exit("weight %d, expected %s" % (weight, sys.argv[2]))
+        for stack, w in zip(p["samples"], p["weights"]):
+            if stack:
+                by_frame[stack[-1]] = by_frame.get(stack[-1], 0) + w
+    if len(args) > 1 and weight != int(args[1]):
+        sys.exit("weight %d, expected %s" % (weight, args[1]))
+    if functions:
+        for ix, w in sorted(by_frame.items()):
+            print(doc["shared"]["frames"][ix]["name"], w)
     print("speedscope: %d profiles, %d samples, weight %d, %d frames" %
           (len(doc["profiles"]), total, weight, nframes))
 

@@ -186,14 +186,22 @@ for fi in work_a:1000000 work_b:3000000 work_c:1500000; do
 done
 
 # --- the viewer file: valid, and its weights are the report's samples
-# (at interval $I) x (N+1)
-valid_speedscope() { # NAME REPORT JSON
-    local total
+# x (N+1)
+valid_speedscope() { # NAME REPORT JSON [N]
+    local total iv=${4:-$I}
     total=$(sed -n 's/^Top functions by .* samples (\([0-9]*\) samples.*/\1/p' "$2")
-    check "$1 ($total samples of $((I + 1)) events)" \
-        "$PY" "$HERE/check-speedscope.py" "$3" $((total * (I + 1)))
+    check "$1 ($total samples of $((iv + 1)) events)" \
+        "$PY" "$HERE/check-speedscope.py" "$3" $((total * (iv + 1)))
 }
 valid_speedscope "speedscope file is valid for speedscope's schema" "$OUT/thr.report" "$OUT/thr.json"
+# its samples are aggregated (in at most 1000 slices of each thread):
+# each function still weighs its samples x (N+1) in all
+"$PY" "$HERE/check-speedscope.py" --functions "$OUT/thr.json" >"$OUT/thr.functions" 2>&1
+for f in work_a work_b work_c; do
+    s=$(samples "$OUT/thr.report" $f)
+    got=$(awk -v f=$f '$1 == f {print $2}' "$OUT/thr.functions")
+    check "speedscope: $f weighs its $s samples x $((I + 1)) (${got:-nothing})" test "${got:-0}" = $((${s:-0} * (I + 1)))
+done
 sed 's/"samples":\[\[/"samples":[[99999,/' "$OUT/one.json" >"$OUT/broken.json"
 ! "$PY" "$HERE/check-speedscope.py" "$OUT/broken.json" >/dev/null 2>&1
 check "the validator rejects a frame index out of range" test $? = 0
@@ -493,7 +501,16 @@ n=$(grep -cE '^    thread [0-9]+ \(tid [0-9]+\): ire [1-9]' "$OUT/xz.report")
 check "xz: samples from 3 threads (main and 2 workers: $n)" test "$n" -ge 3
 check "xz: no missed records" sh -c "! grep -q MISSED '$OUT/xz.report'"
 check "xz: liblzma blocks SIGIO in its threads, reported" grep -q "note: sigmask:" "$OUT/xz.report"
-check "xz: speedscope file valid" "$PY" "$HERE/check-speedscope.py" "$OUT/xz.json"
+valid_speedscope "xz: speedscope file valid" "$OUT/xz.report" "$OUT/xz.json" 100003
+"$PY" "$HERE/check-speedscope.py" --functions "$OUT/xz.json" >"$OUT/xz.functions" 2>&1
+f=$(sed -n '/^   samples   share   cumul/{n;p;q}' "$OUT/xz.report" | awk '{print $5}')
+s=$(samples "$OUT/xz.report" "$f")
+got=$(awk -v f="$f" '$1 == f {print $2}' "$OUT/xz.functions")
+check "xz: speedscope: the top function weighs its $s samples x 100004 (${got:-nothing})" \
+    test "${got:-0}" = $((${s:-0} * 100004))
+n=$(sed -n 's/^speedscope: 3 profiles, \([0-9]*\) samples.*/\1/p' "$OUT/xz.functions")
+check "xz: speedscope: at most 1000 slices of each thread ($n samples for $(wc -l <"$OUT/xz.functions") frames)" \
+    test "${n:-999999}" -le $((3 * 1000 * $(wc -l <"$OUT/xz.functions")))
 # every annotated function of more than 80 instructions shows its hot
 # regions: the samples of the lines shown add up to what its "hot regions"
 # line says, which is at least 90% of the function's samples (its header)
