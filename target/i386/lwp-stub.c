@@ -223,3 +223,28 @@ PmuStatus pmu_rdpmc(const PmuProfile *p, const PmuRegs *r, uint32_t ecx,
 {
     g_assert_not_reached();
 }
+
+const char *pmu_profile_name(const PmuProfile *p)
+{
+    g_assert_not_reached();
+}
+
+unsigned pmu_num_gp(const PmuProfile *p)
+{
+    g_assert_not_reached();
+}
+
+unsigned pmu_num_fixed(const PmuProfile *p)
+{
+    g_assert_not_reached();
+}
+
+PmuCount pmu_count_gp(const PmuProfile *p, const PmuRegs *r, unsigned i)
+{
+    g_assert_not_reached();
+}
+
+PmuCount pmu_count_fixed(const PmuProfile *p, const PmuRegs *r, unsigned i)
+{
+    g_assert_not_reached();
+}

@@ -36,6 +36,9 @@
 #      Instructions Retired and Branches Retired enabled, between TBs that
 #      count them; the counters "info lwp" shows must be those after the
 #      instructions that RBX and RIP say retired (monrun-check.py)
+#   h. HMP "info pmu" (config=pmu-monitor, tests/system/pmu.c, under
+#      -cpu Nehalem,pmu=on): the registers as the guest read them, before
+#      and after a migration to a file
 #
 # The kernels are built in build/tests-system/ (or $TESTS_SYSTEM_BUILD).
 # QEMU_DATADIR, when set, is passed as -L.  MIGRATION_SEED picks the
@@ -650,6 +653,58 @@ if wait_for "$name" '^LWPMONRUN '; then
     quit "$name" "$qpid"
 else
     fail "info lwp: the guest never printed LWPMONRUN"
+    show "$name"
+fi
+
+# h. HMP "info pmu", and the PMU registers across migration
+echo "=== h. info pmu, and the PMU registers across migration"
+# pmu_check NAME WHEN: "info pmu" of NAME shows every register as the
+# guest's RDMSR read it (the PMUMONITOR line)
+pmu_check() {
+    local w info=$work/$1.info
+    python3 "$here/qmp.py" "$work/$1.qmp" hmp 'info pmu' >"$info" 2>&1
+    for w in "${pmu_want[@]}"; do
+        if grep -qF -- "$w" "$info"; then
+            pass "info pmu $2 - expect \"$w\""
+        else
+            fail "info pmu $2 - expect \"$w\""
+            cat "$info"
+        fi
+    done
+}
+name=pmu-monitor
+append=config=pmu-monitor start "$name" Nehalem,pmu=on
+if wait_for "$name" '^PMUMONITOR '; then
+    line=$(tr -d '\r' <"$work/$name.log" | grep -a '^PMUMONITOR ' | head -n 1)
+    for kv in ${line#PMUMONITOR }; do
+        declare "pmu_${kv%%=*}=${kv#*=}"
+    done
+    pmu_want=("GLOBAL_CTRL $pmu_ctrl, GLOBAL_STATUS 0x0, FIXED_CTR_CTRL $pmu_fixedctrl")
+    for i in 0 1 2 3; do
+        c=pmu_pmc$i e=pmu_evtsel$i
+        pmu_want+=("PMC$i $(printf '0x%012x' "${!c}"), PERFEVTSEL$i ${!e}:")
+    done
+    for i in 0 1 2; do
+        c=pmu_fixed$i
+        pmu_want+=("FIXED_CTR$i $(printf '0x%012x' "${!c}"):")
+    done
+    pmu_check "$name" "after the guest's WRMSRs"
+    if migrate_out "$name" "$work/pmu.mig"; then
+        quit "$name" "$qpid"
+        if migrate_in pmu-in Nehalem,pmu=on "$work/pmu.mig"; then
+            pmu_check pmu-in "after migration to a file and back"
+        else
+            fail "PMU migration: migrate-incoming - expect it to complete"
+            show pmu-in
+        fi
+        quit pmu-in "$qpid"
+    else
+        fail "PMU migration: migrate file: - expect it to complete"
+        show "$name"
+        quit "$name" "$qpid"
+    fi
+else
+    fail "info pmu: the guest never printed PMUMONITOR"
     show "$name"
 fi
 

@@ -39,11 +39,11 @@
 
 enum config { CONFIG_NOLWP, CONFIG_G4, CONFIG_G5, CONFIG_MAX, CONFIG_MIGRATE,
              CONFIG_SMP, CONFIG_MONITOR, CONFIG_MONITOR_RUN, CONFIG_IRQ,
-             CONFIG_DME, CONFIG_PMU, CONFIG_NOPMU };
+             CONFIG_DME, CONFIG_PMU, CONFIG_NOPMU, CONFIG_PMU_MONITOR };
 
 static const char *const config_names[] = {
     "nolwp", "g4", "g5", "max", "migrate", "smp", "monitor", "monitor-run",
-    "irq", "dme", "pmu", "nopmu",
+    "irq", "dme", "pmu", "nopmu", "pmu-monitor",
 };
 static enum config config;
 
@@ -553,6 +553,10 @@ int main(u32 magic, u32 mbi)
         test_lwp_dme_loads();
         report_prefix_pop();
         return report_summary();
+    }
+    if (config == CONFIG_PMU_MONITOR) {
+        /* -cpu Nehalem,pmu=on: "info pmu" in tests/migration/run.sh */
+        return pmu_monitor_main();
     }
     if (config == CONFIG_PMU || config == CONFIG_NOPMU) {
         /* -cpu Nehalem,pmu=on, or a CPU without a PMU: pmu.c */

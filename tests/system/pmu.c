@@ -236,6 +236,60 @@ static void test_no_pmu(void)
            "(got vector %u)", p.vec);
 }
 
+/*
+ * config=pmu-monitor, the guest of tests/migration/run.sh's "info pmu"
+ * and PMU migration checks: set every register the profile has to a
+ * value of its own (the counters disabled, so that none of them moves),
+ * print what RDMSR reads back as
+ *
+ *   PMUMONITOR pmc0=0x... ... evtsel3=0x... fixed0=0x... ... ctrl=0x...
+ *
+ * and halt with interrupts off.
+ */
+int pmu_monitor_main(void)
+{
+    static const u64 pmc[4] = {
+        0x123456789abcull, 0x000000000001ull, 0xffffffff0000ull, 0x7fff0000ull,
+    };
+    /* INST_RETIRED, rr's conditional branches, LLC misses, loads; no EN */
+    static const u64 evtsel[4] = { 0x1300c0, 0x1101c4, 0x03412e, 0x02010b };
+    static const u64 fixed[3] = {
+        0xfedcba987654ull, 0x000000010000ull, 0x800000000000ull,
+    };
+    u64 fixed_ctrl = 0xb2a, ctrl = 0;
+    unsigned i;
+    int bad = 0;
+
+    for (i = 0; i < 4; i++) {
+        bad |= wrmsr_safe(MSR_IA32_PMC0 + i, pmc[i]);
+        bad |= wrmsr_safe(MSR_IA32_PERFEVTSEL0 + i, evtsel[i]);
+    }
+    for (i = 0; i < 3; i++) {
+        bad |= wrmsr_safe(MSR_IA32_FIXED_CTR0 + i, fixed[i]);
+    }
+    bad |= wrmsr_safe(MSR_IA32_FIXED_CTR_CTRL, fixed_ctrl);
+    bad |= wrmsr_safe(MSR_IA32_PERF_GLOBAL_CTRL, ctrl);
+    report(!bad, "pmu-monitor: every WRMSR - expect no #GP");
+    printf("PMUMONITOR");
+    for (i = 0; i < 4; i++) {
+        printf(" pmc%u=0x%lx", i, (unsigned long)rdmsr(MSR_IA32_PMC0 + i));
+    }
+    for (i = 0; i < 4; i++) {
+        printf(" evtsel%u=0x%lx", i,
+               (unsigned long)rdmsr(MSR_IA32_PERFEVTSEL0 + i));
+    }
+    for (i = 0; i < 3; i++) {
+        printf(" fixed%u=0x%lx", i,
+               (unsigned long)rdmsr(MSR_IA32_FIXED_CTR0 + i));
+    }
+    printf(" fixedctrl=0x%lx ctrl=0x%lx\n",
+           (unsigned long)rdmsr(MSR_IA32_FIXED_CTR_CTRL),
+           (unsigned long)rdmsr(MSR_IA32_PERF_GLOBAL_CTRL));
+    for (;;) {
+        asm volatile("cli; hlt");
+    }
+}
+
 int pmu_main(bool pmu)
 {
     report_prefix_push(pmu ? "pmu" : "nopmu");

@@ -10,5 +10,7 @@
 
 /* Run the tests for a CPU with (@pmu) or without a PMU; the summary */
 int pmu_main(bool pmu);
+/* config=pmu-monitor: set the registers, print them, halt (never returns) */
+int pmu_monitor_main(void);
 
 #endif
