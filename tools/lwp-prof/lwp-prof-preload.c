@@ -112,6 +112,8 @@ static struct {
     int (*real_sigaction)(int, const struct sigaction *, struct sigaction *);
     int (*real_pthread_sigmask)(int, const sigset_t *, sigset_t *);
     int (*real_sigprocmask)(int, const sigset_t *, sigset_t *);
+    int (*real_sigtimedwait)(const sigset_t *, siginfo_t *,
+                             const struct timespec *);
     int mask_noted;
     int quiet;              /* LWP_PROF_QUIET: notes go to the file only */
     int (*real_pthread_create)(pthread_t *, const pthread_attr_t *,
@@ -715,8 +717,15 @@ static int wait_signal(const sigset_t *set, siginfo_t *info,
     siginfo_t si;
     int r, e;
 
+    if (!g.real_sigtimedwait) {
+        *(void **)&g.real_sigtimedwait = dlsym(RTLD_NEXT, "sigtimedwait");
+        if (!g.real_sigtimedwait) {
+            errno = ENOSYS;
+            return -1;
+        }
+    }
     if (g.fd < 0 || !set || !sigismember(set, SIGIO)) {
-        return syscall(SYS_rt_sigtimedwait, set, info, timeout, _NSIG / 8);
+        return g.real_sigtimedwait(set, info, timeout);
     }
     sigemptyset(&io);
     sigaddset(&io, SIGIO);
@@ -724,10 +733,13 @@ static int wait_signal(const sigset_t *set, siginfo_t *info,
     for (;;) {
         if (__atomic_exchange_n(&g.io_held, 0, __ATOMIC_ACQUIRE)) {
             si = g.io_info;
+            if (si.si_code == SI_TKILL) {
+                si.si_code = SI_USER;   /* as glibc's sigtimedwait says it */
+            }
             r = SIGIO;
             break;
         }
-        r = syscall(SYS_rt_sigtimedwait, set, &si, timeout, _NSIG / 8);
+        r = g.real_sigtimedwait(set, &si, timeout);
         if (r != SIGIO || !lwp_signal(&si) || !self || !self->active) {
             break;
         }
@@ -738,9 +750,6 @@ static int wait_signal(const sigset_t *set, siginfo_t *info,
     errno = e;
     if (r > 0 && info) {
         *info = si;
-        if (si.si_code == SI_TKILL) {
-            info->si_code = SI_USER;    /* as glibc's sigtimedwait says it */
-        }
     }
     return r;
 }
