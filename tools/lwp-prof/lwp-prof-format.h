@@ -38,12 +38,13 @@ enum {
     LWPPROF_THREAD = 4,
     /* text, one line: something lwp-prof detected ("sigio: ...") */
     LWPPROF_NOTE = 5,
-    /* struct lwpprof_exit: the preload library's destructor ran */
+    /* struct lwpprof_exit: the process ran exit() (the preload library's
+     * destructor) or _exit() */
     LWPPROF_EXIT = 6,
     /* struct lwpprof_end: written by lwp-prof record, always last */
     LWPPROF_END = 7,
     /* struct lwpprof_process, then the executable's path (text): a
-     * process the program started, which is not profiled */
+     * process the program started, profiled (FOLLOWED) or not */
     LWPPROF_PROCESS = 8,
     /* text, a line per loaded object: "path\tbuild-id\tsize\tmtime"
      * (build-id in hex, "" when it has none; mtime "seconds.nanoseconds"),
@@ -58,8 +59,9 @@ struct lwpprof_thread {
     uint32_t tid;
     uint32_t kind;          /* LWPPROF_THREAD_START or _STOP */
     uint32_t seq;           /* 1: the main thread; then pthread_create's
-                               calls in the order they were made */
-    uint32_t reserved;      /* 0 */
+                               calls in the order they were made (in
+                               each process) */
+    uint32_t pid;           /* the thread's process (0 in version 1) */
     uint64_t missed;        /* STOP: LWPCB.MissedEvents */
     uint64_t records;       /* STOP: records this thread wrote */
 };
@@ -70,8 +72,10 @@ struct lwpprof_exit {
     uint64_t records;       /* records written by every thread */
 };
 
-#define LWPPROF_PROCESS_FORKED  1   /* a child of fork(), before any exec */
+#define LWPPROF_PROCESS_FORKED  1   /* a child of fork(), not profiled */
 #define LWPPROF_PROCESS_EXECED  2   /* a program that execve() started */
+#define LWPPROF_PROCESS_FOLLOWED 3  /* a child of fork(), profiled: its
+                                       THREAD chunks carry its pid */
 
 struct lwpprof_process {
     uint32_t pid;

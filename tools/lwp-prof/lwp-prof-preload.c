@@ -81,6 +81,7 @@ static const char *const event_names[LWP_NUM_EVENTS + 1] = {
 struct thr {
     uint8_t *cb;
     uint8_t *ring;
+    uint32_t pid;           /* its process: a vfork child shares the struct */
     uint32_t tid;
     uint32_t seq;
     uint64_t records;
@@ -435,6 +436,7 @@ static void put_stop(struct thr *t)
 
     rec.tid = t->tid;
     rec.seq = t->seq;
+    rec.pid = (uint32_t)getpid();
     rec.kind = LWPPROF_THREAD_STOP;
     rec.missed = cb_read64(t, LWPCB_MISSED);
     rec.records = t->records;
@@ -549,6 +551,7 @@ static const char *thread_start(struct thr *t)
     uint32_t flags;
 
     t->tid = gettid_();
+    t->pid = (uint32_t)getpid();
     if (old) {
         return "LWP is already enabled in this thread (SLWPCB is not 0)";
     }
@@ -599,6 +602,7 @@ static const char *thread_start(struct thr *t)
     pthread_setspecific(g.key, t);
     rec.tid = t->tid;
     rec.seq = t->seq;
+    rec.pid = (uint32_t)getpid();
     rec.kind = LWPPROF_THREAD_START;
     put_chunk(LWPPROF_THREAD, &v, 1);
     return NULL;
@@ -1039,33 +1043,87 @@ static void put_process(uint32_t how)
     ssize_t len = readlink("/proc/self/exe", exe, sizeof(exe));
     struct iovec v[2] = { { &rec, sizeof(rec) }, { exe, len > 0 ? len : 0 } };
 
+    int opened = 0;
+
     if (g.fd < 0 && g.processes) {
         g.fd = open(g.processes, O_WRONLY | O_APPEND | O_CLOEXEC);
+        opened = g.fd >= 0;
     }
     rec.pid = (uint32_t)getpid();
     rec.ppid = (uint32_t)getppid();
     rec.how = how;
     put_chunk(LWPPROF_PROCESS, v, 2);
-    if (g.fd >= 0) {
+    if (opened) {
         close(g.fd);
+        g.fd = -1;
     }
-    g.fd = -1;
+}
+
+/* fork(): the registry stays whole for the child (child_after_fork) */
+static void fork_prepare(void)
+{
+    pthread_mutex_lock(&g.lock);
+}
+
+static void fork_parent(void)
+{
+    pthread_mutex_unlock(&g.lock);
 }
 
 /*
- * A new process starts with LWP disabled: it is not profiled.  It gets
- * the program's SIGIO mask and handler back
+ * The child of fork() is followed: a stream of its own in the same file,
+ * its threads' chunks with its pid.  It starts with LWP disabled
+ * (docs/linux.md); the parent's threads are not in it, and their LWPCBs
+ * and rings here are copies whose records the parent drains, so they go,
+ * and the thread that forked starts again.  A child of a program that
+ * lwp-prof does not profile (one the profiled program exec'd) is counted.
  */
 static void child_after_fork(void)
 {
-    int profiled = g.fd >= 0;
+    struct thr *t, *next, *me = self;
+    const char *why;
     sigset_t io;
 
-    put_process(LWPPROF_PROCESS_FORKED);
-    self = NULL;
-    if (!profiled) {
+    if (g.fd < 0) {
+        put_process(LWPPROF_PROCESS_FORKED);
         return;
     }
+    pthread_mutex_init(&g.lock, NULL);
+    for (t = g.all; t; t = next) {
+        next = t->next;
+        munmap(t->cb, 4096);
+        munmap(t->ring, g.ring_size);
+        if (t != me) {
+            free(t);
+        }
+    }
+    g.all = NULL;
+    g.threads = 0;
+    g.records = 0;
+    g.flushing = 0;
+    g.io_held = 0;      /* a child has no pending signals */
+    g.seq = 1;
+    self = NULL;
+    put_process(LWPPROF_PROCESS_FOLLOWED);
+    if (me) {
+        memset(me, 0, sizeof(*me));
+    } else {
+        me = calloc(1, sizeof(*me));
+    }
+    if (!me) {
+        why = "out of memory";
+    } else {
+        me->seq = 1;
+        why = thread_start(me);
+        if (!why) {
+            return;
+        }
+        free(me);
+    }
+    warn("process %d not profiled: %s", (int)getpid(), why);
+    close(g.fd);
+    g.fd = -1;
+    /* the program's own SIGIO mask and handler, as lwp-prof is not there */
     if (io_blocked) {
         sigemptyset(&io);
         sigaddset(&io, SIGIO);
@@ -1190,7 +1248,7 @@ static void lwp_prof_start(void)
         fail(why);
     }
     put_info(t);
-    pthread_atfork(NULL, NULL, child_after_fork);
+    pthread_atfork(fork_prepare, fork_parent, child_after_fork);
 }
 
 /*
@@ -1224,20 +1282,204 @@ static void flush_others(void)
     pthread_mutex_unlock(&g.lock);
 }
 
-__attribute__((destructor))
-static void lwp_prof_stop(void)
+static void put_exit(void)
 {
     struct lwpprof_exit rec = { 0 };
     struct iovec v = { &rec, sizeof(rec) };
 
+    rec.tid = gettid_();
+    rec.threads = __atomic_load_n(&g.threads, __ATOMIC_RELAXED);
+    rec.records = __atomic_load_n(&g.records, __ATOMIC_RELAXED);
+    put_chunk(LWPPROF_EXIT, &v, 1);
+}
+
+__attribute__((destructor))
+static void lwp_prof_stop(void)
+{
     if (g.fd < 0) {
         return;
     }
     thread_stop(self);
     flush_others();
     put_maps();
-    rec.tid = gettid_();
-    rec.threads = __atomic_load_n(&g.threads, __ATOMIC_RELAXED);
-    rec.records = __atomic_load_n(&g.records, __ATOMIC_RELAXED);
-    put_chunk(LWPPROF_EXIT, &v, 1);
+    put_exit();
+}
+
+/*
+ * _exit and _Exit called by the program (exit() ends with glibc's own):
+ * the calling thread's records are written, as at exit(), but not the
+ * other threads' (the program may be in a signal handler or a forked
+ * child, where lwp_prof_stop's locks, sleeps and allocations are not safe)
+ */
+__attribute__((noreturn)) static void exit_now(int status)
+{
+    if (g.fd >= 0 && self && self->pid == (uint32_t)getpid()) {
+        thread_stop(self);
+        put_exit();
+    }
+    for (;;) {
+        syscall(SYS_exit_group, status);
+    }
+}
+
+void _exit(int status)
+{
+    exit_now(status);
+}
+
+void _Exit(int status)
+{
+    exit_now(status);
+}
+
+/*
+ * execve and the exec functions that take an argv: the calling thread's
+ * records up to the exec are written (SLWPCB flushes the head).  LWP stays
+ * on, in case the exec fails; the new image starts with it off.
+ */
+static void before_exec(void)
+{
+    struct thr *t = self;
+    sigset_t io, old;
+
+    if (g.fd < 0 || !t || !t->active || t->pid != (uint32_t)getpid()) {
+        return;     /* (a vfork child: the parent's ring is not its own) */
+    }
+    sigemptyset(&io);
+    sigaddset(&io, SIGIO);
+    real_sigmask(SIG_BLOCK, &io, &old);
+    if (slwpcb() == t->cb) {
+        drain(t);
+    }
+    real_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+static void *real_fn(void **slot, const char *name)
+{
+    if (!*slot) {
+        *slot = dlsym(RTLD_NEXT, name);
+    }
+    return *slot;
+}
+
+int execve(const char *path, char *const argv[], char *const envp[])
+{
+    static void *real;
+    int (*fn)(const char *, char *const[], char *const[]);
+
+    before_exec();
+    *(void **)&fn = real_fn(&real, "execve");
+    return fn ? fn(path, argv, envp) : (errno = ENOSYS, -1);
+}
+
+int execv(const char *path, char *const argv[])
+{
+    static void *real;
+    int (*fn)(const char *, char *const[]);
+
+    before_exec();
+    *(void **)&fn = real_fn(&real, "execv");
+    return fn ? fn(path, argv) : (errno = ENOSYS, -1);
+}
+
+int execvp(const char *file, char *const argv[])
+{
+    static void *real;
+    int (*fn)(const char *, char *const[]);
+
+    before_exec();
+    *(void **)&fn = real_fn(&real, "execvp");
+    return fn ? fn(file, argv) : (errno = ENOSYS, -1);
+}
+
+int execvpe(const char *file, char *const argv[], char *const envp[])
+{
+    static void *real;
+    int (*fn)(const char *, char *const[], char *const[]);
+
+    before_exec();
+    *(void **)&fn = real_fn(&real, "execvpe");
+    return fn ? fn(file, argv, envp) : (errno = ENOSYS, -1);
+}
+
+/*
+ * execl, execlp and execle: their arguments up to the NULL become the argv
+ * of execv, execvp and execve (above); execle's environment follows it
+ */
+static size_t count_args(const char *arg, va_list ap)
+{
+    size_t n = 0;
+
+    for (; arg; arg = va_arg(ap, const char *)) {
+        n++;
+    }
+    return n;
+}
+
+/* argv[0..n]: @arg, the n-1 arguments after it, NULL; then *envp */
+static void fill_args(char **argv, size_t n, const char *arg, va_list ap,
+                      char *const **envp)
+{
+    argv[0] = (char *)arg;
+    for (size_t i = 1; i < n; i++) {
+        argv[i] = va_arg(ap, char *);
+    }
+    argv[n] = NULL;
+    if (envp) {
+        if (n) {
+            (void)va_arg(ap, char *);   /* the NULL after the arguments */
+        }
+        *envp = va_arg(ap, char *const *);
+    }
+}
+
+enum { EXEC_V, EXEC_VP, EXEC_VE };
+
+static int exec_list(int kind, const char *path, const char *arg, va_list ap)
+{
+    char *const *envp = NULL;
+    va_list count;
+    size_t n;
+
+    va_copy(count, ap);
+    n = count_args(arg, count);
+    va_end(count);
+    char *argv[n + 1];
+
+    fill_args(argv, n, arg, ap, kind == EXEC_VE ? &envp : NULL);
+    return kind == EXEC_V ? execv(path, argv)
+           : kind == EXEC_VP ? execvp(path, argv) : execve(path, argv, envp);
+}
+
+int execl(const char *path, const char *arg, ...)
+{
+    va_list ap;
+    int r;
+
+    va_start(ap, arg);
+    r = exec_list(EXEC_V, path, arg, ap);
+    va_end(ap);
+    return r;
+}
+
+int execlp(const char *file, const char *arg, ...)
+{
+    va_list ap;
+    int r;
+
+    va_start(ap, arg);
+    r = exec_list(EXEC_VP, file, arg, ap);
+    va_end(ap);
+    return r;
+}
+
+int execle(const char *path, const char *arg, ...)
+{
+    va_list ap;
+    int r;
+
+    va_start(ap, arg);
+    r = exec_list(EXEC_VE, path, arg, ap);
+    va_end(ap);
+    return r;
 }

@@ -276,6 +276,7 @@ struct MapEntry {
 
 struct ThreadInfo {
     uint32_t tid = 0;
+    uint32_t pid = 0;       // its process; 0: the program's (version 1)
     unsigned order = 0;     // 1, 2, ...: the order the file names it
     bool started = false, stopped = false;
     uint64_t missed = 0, records = 0;
@@ -300,8 +301,7 @@ struct Profile {
     std::vector<Record> records;
     std::map<uint32_t, ThreadInfo> threads;
     std::vector<std::string> notes;
-    bool has_exit = false;
-    lwpprof_exit exit_rec{};
+    std::vector<lwpprof_exit> exits;    // a process ran exit() or _exit()
     bool has_end = false;
     lwpprof_end end{};
 };
@@ -468,6 +468,7 @@ bool walk(const std::vector<uint8_t> &d, Profile *prof, size_t *good_end,
                 ThreadInfo &ti = prof->threads[t.tid];
                 ti.order = t.seq;
                 ti.tid = t.tid;
+                ti.pid = t.pid;
                 if (t.kind == LWPPROF_THREAD_START) {
                     ti.started = true;
                 } else {
@@ -486,8 +487,8 @@ bool walk(const std::vector<uint8_t> &d, Profile *prof, size_t *good_end,
                     err = "bad EXIT chunk" + where;
                     return false;
                 }
-                prof->has_exit = true;
-                memcpy(&prof->exit_rec, p, sizeof(lwpprof_exit));
+                prof->exits.emplace_back();
+                memcpy(&prof->exits.back(), p, sizeof(lwpprof_exit));
                 break;
             case LWPPROF_OBJECTS: {
                 std::string text(reinterpret_cast<const char *>(p), size);
@@ -576,6 +577,47 @@ uint64_t interval_of(const Profile &prof, int id)
     return it == prof.info.end() ? 0 : strtoull(it->second.c_str(), nullptr, 10);
 }
 
+// The program's pid: the process that lwp-prof record started
+uint32_t main_pid(const Profile &prof)
+{
+    auto it = prof.info.find("pid");
+    return it == prof.info.end()
+        ? 0 : uint32_t(strtoul(it->second.c_str(), nullptr, 10));
+}
+
+uint32_t pid_of(const Profile &prof, const ThreadInfo &ti)
+{
+    return ti.pid ? ti.pid : main_pid(prof);
+}
+
+// Whether process @pid ran exit() or _exit() (an EXIT chunk of one of
+// its threads)
+bool exited(const Profile &prof, uint32_t pid)
+{
+    for (const auto &e : prof.exits) {
+        auto it = prof.threads.find(e.tid);
+        if ((it == prof.threads.end() ? main_pid(prof)
+                                      : pid_of(prof, it->second)) == pid) {
+            return true;
+        }
+    }
+    return false;
+}
+
+// The processes lwp-prof followed (forked children), in the order the file
+// names them
+std::vector<const Process *> followed(const Profile &prof)
+{
+    std::vector<const Process *> r;
+    std::set<uint32_t> seen;
+    for (const auto &pr : prof.processes) {
+        if (pr.how == LWPPROF_PROCESS_FOLLOWED && seen.insert(pr.pid).second) {
+            r.push_back(&pr);
+        }
+    }
+    return r;
+}
+
 // The processes the program started, which lwp-prof does not profile:
 // the last PROCESS chunk of each (a forked child that execs writes two)
 struct Unprofiled {
@@ -590,16 +632,16 @@ Unprofiled unprofiled(const Profile &prof)
     for (const auto &pr : prof.processes) {
         last[pr.pid] = &pr;
     }
-    auto it = prof.info.find("pid");
-    uint32_t main_pid = it == prof.info.end()
-        ? 0 : uint32_t(strtoul(it->second.c_str(), nullptr, 10));
     Unprofiled u;
     for (const auto &kv : last) {
         const Process &pr = *kv.second;
-        if (pr.pid == main_pid) {
+        if (pr.pid == main_pid(prof)) {
             if (pr.how == LWPPROF_PROCESS_EXECED) {
                 u.main_exec = pr.exe;
             }
+            continue;
+        }
+        if (pr.how == LWPPROF_PROCESS_FOLLOWED) {
             continue;
         }
         u.count++;
@@ -1018,11 +1060,14 @@ int cmd_record(int argc, char **argv)
             ? "exited with status " + std::to_string(end.code)
             : "was killed by signal " + std::to_string(end.code);
         Unprofiled u = unprofiled(prof);
-        fprintf(stderr, "lwp-prof: %s %s; %s from %s, %" PRIu64 " missed, "
+        size_t nproc = followed(prof).size() + 1;
+        fprintf(stderr, "lwp-prof: %s %s; %s from %s%s, %" PRIu64 " missed, "
                 "in %s\n", o.argv[0].c_str(), how.c_str(),
                 plural(prof.records.size(), "record").c_str(),
-                plural(prof.threads.size(), "thread").c_str(), missed,
-                o.output.c_str());
+                plural(prof.threads.size(), "thread").c_str(),
+                nproc > 1 ? (" in " + plural(nproc, "process", "processes"))
+                                .c_str() : "",
+                missed, o.output.c_str());
         std::map<int, unsigned long> asked;
         check_events(o.events, &asked);
         for (const auto &a : asked) {
@@ -1038,16 +1083,15 @@ int cmd_record(int argc, char **argv)
         }
         if (u.count) {
             fprintf(stderr, "lwp-prof: %s the program started %s not "
-                    "profiled (lwp-prof follows neither fork nor exec)\n",
+                    "profiled (lwp-prof does not follow exec)\n",
                     plural(u.count, "process", "processes").c_str(),
                     u.count == 1 ? "was" : "were");
         }
         if (!u.main_exec.empty()) {
             fprintf(stderr, "lwp-prof: the program exec'd %s, which ran "
-                    "unprofiled: the records end there, and those since "
-                    "each thread's last drain are lost\n",
+                    "unprofiled: the records end there\n",
                     u.main_exec.c_str());
-        } else if (!prof.has_exit) {
+        } else if (!exited(prof, main_pid(prof))) {
             fprintf(stderr, "lwp-prof: the program did not run exit(): "
                     "records since each thread's last drain are lost\n");
         }
@@ -1253,7 +1297,8 @@ private:
     // A PLT entry (.plt, .plt.sec) as objdump names it: the symbol of its
     // R_X86_64_JUMP_SLOT relocation in .rela.plt, "@plt"; "*ABS*+0xADDR@plt"
     // for an IRELATIVE one.  In .plt, entry 0 is the lazy resolver's
-    // (".plt") and entry k the stub of relocation k-1; in .plt.sec,
+    // (".plt", which objdump names after the next stub) and entry k the
+    // stub of relocation k-1; in .plt.sec,
     // entry k is relocation k's.
     bool plt_entry(Dwfl_Module *mod, uint64_t ip, SymInfo &si)
     {
@@ -1805,18 +1850,41 @@ int cmd_report(int argc, char **argv)
                    event_label(id), by_event[id]);
         }
     }
-    printf(" from %s\n", plural(prof.threads.size(), "thread").c_str());
-    Unprofiled unp = unprofiled(prof);
-    std::vector<const ThreadInfo *> tord;
-    for (const auto &t : prof.threads) {
-        tord.push_back(&t.second);
+    std::vector<const Process *> procs = followed(prof);
+    printf(" from %s", plural(prof.threads.size(), "thread").c_str());
+    if (!procs.empty()) {
+        printf(" in %s", plural(procs.size() + 1, "process", "processes").c_str());
     }
-    std::sort(tord.begin(), tord.end(), [](const auto *a, const auto *b) {
-        return a->order != b->order ? a->order < b->order : a->tid < b->tid;
+    printf("\n");
+    Unprofiled unp = unprofiled(prof);
+    // the program's threads, then each followed process's
+    std::vector<std::pair<uint32_t, const ThreadInfo *>> tord;
+    std::map<uint32_t, size_t> proc_ix;
+    for (size_t i = 0; i < procs.size(); i++) {
+        proc_ix[procs[i]->pid] = i + 1;
+    }
+    for (const auto &t : prof.threads) {
+        auto it = proc_ix.find(pid_of(prof, t.second));
+        tord.emplace_back(it == proc_ix.end() ? 0 : it->second, &t.second);
+    }
+    std::sort(tord.begin(), tord.end(), [](const auto &x, const auto &y) {
+        const ThreadInfo *a = x.second, *b = y.second;
+        return x.first != y.first ? x.first < y.first
+               : a->order != b->order ? a->order < b->order : a->tid < b->tid;
     });
-    for (const ThreadInfo *tp : tord) {
-        const ThreadInfo &ti = *tp;
-        printf("    thread %u (tid %u): ", ti.order, ti.tid);
+    size_t in_proc = 0;
+    for (const auto &tp : tord) {
+        const ThreadInfo &ti = *tp.second;
+        if (tp.first != in_proc) {
+            in_proc = tp.first;
+            const Process &pr = *procs[in_proc - 1];
+            printf("    process %u (forked by %u)%s\n", pr.pid, pr.ppid,
+                   exited(prof, pr.pid) ? ""
+                   : "; it did not run exit() or _exit(): records since each "
+                     "thread's last drain are lost");
+        }
+        printf("%s    thread %u (tid %u): ", in_proc ? "  " : "", ti.order,
+               ti.tid);
         bool first = true;
         for (int id = 1; id < 256; id++) {
             if (ti.by_event[id]) {
@@ -1840,16 +1908,15 @@ int cmd_report(int argc, char **argv)
     }
     if (!unp.main_exec.empty()) {
         printf("  warning: the program exec'd %s, which ran unprofiled (lwp-prof "
-               "does not follow exec): the records end there, and those "
-               "since each thread's last drain are lost\n",
+               "does not follow exec): the records end there\n",
                unp.main_exec.c_str());
-    } else if (!prof.has_exit) {
+    } else if (!exited(prof, main_pid(prof))) {
         printf("  warning: the program did not run exit(); records since "
                "each thread's last drain are lost\n");
     }
     if (unp.count) {
-        printf("  not profiled: %s the program started (lwp-prof follows "
-               "neither fork nor exec):", plural(unp.count, "process", "processes").c_str());
+        printf("  not profiled: %s the program started (lwp-prof does not "
+               "follow exec):", plural(unp.count, "process", "processes").c_str());
         const char *sep = " ";
         for (const auto &n : unp.by_name) {
             printf("%s%s %zu", sep, n.first.c_str(), n.second);

@@ -28,6 +28,9 @@
  *   prof-work children  forks two children that exit at once, and runs
  *                       `true` with posix_spawnp, then runs work_a
  *   prof-work exec      execs /bin/true
+ *   prof-work fork      forks a child that runs work_b and returns from
+ *                       main, then one that runs work_c and calls _exit,
+ *                       then runs work_a
  *   prof-work b2        main runs work_a, work_b twice, work_c (the
  *                       second build of a program, for lwp-prof diff)
  *
@@ -255,6 +258,22 @@ int main(int argc, char **argv)
         work_b();
         work_b();
         work_c();
+    } else if (!strcmp(mode, "fork")) {
+        pid_t pid = fork();
+
+        if (pid == 0) {
+            work_b();
+            printf("child of prof-work fork done\n");
+            return 0;
+        }
+        waitpid(pid, NULL, 0);
+        pid = fork();
+        if (pid == 0) {
+            work_c();
+            _exit(0);
+        }
+        waitpid(pid, NULL, 0);
+        work_a();
     } else if (!strcmp(mode, "exec")) {
         execl("/bin/true", "true", (char *)NULL);
         return 1;

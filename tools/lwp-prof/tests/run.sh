@@ -312,9 +312,10 @@ script -qec "'$P' record -o '$OUT/sleep.lwpprof' -- sleep 1.2" /dev/null 2>&1 |
 check "progress: $(wc -l <"$OUT/sleep.progress") lines on a terminal, each with 0 records so far" \
     sh -c "test -s '$OUT/sleep.progress' && ! grep -qv ' 0 records so far' '$OUT/sleep.progress'"
 
-# --- other processes: not profiled, and counted.  prof-work children
-# forks two children that exit at once and runs `true` (posix_spawnp);
-# prof-work exec execs /bin/true, whose status becomes the program's
+# --- other processes.  prof-work children forks two children that exit
+# at once (followed) and runs `true` (posix_spawnp: exec'd, counted, not
+# profiled); prof-work exec execs /bin/true, whose status becomes the
+# program's
 profile() { # TAG ARGS...: record prof-work ARGS (status in $rc), report
     local tag=$1
     shift
@@ -324,10 +325,12 @@ profile() { # TAG ARGS...: record prof-work ARGS (status in $rc), report
 }
 profile children children
 check "children: record exits 0" test $rc = 0
-check "children: record says that 3 processes were not profiled" \
-    grep -q "^lwp-prof: 3 processes the program started were not profiled" "$OUT/children.stderr"
-check "children: the report names them: 2 forked, 1 true" \
-    grep -qE '^  not profiled: 3 processes .*: prof-work \(forked\) 2, true 1$' "$OUT/children.report"
+check "children: record says that 1 process was not profiled" \
+    grep -q "^lwp-prof: 1 process the program started was not profiled" "$OUT/children.stderr"
+check "children: the report names it: true" \
+    grep -qE '^  not profiled: 1 process .*: true 1$' "$OUT/children.report"
+check "children: the report lists the 2 forked children as processes" \
+    test "$(grep -cE '^    process [0-9]+ \(forked by [0-9]+\)$' "$OUT/children.report")" = 2
 profile exec exec
 check "exec: record exits with true's status (0)" test $rc = 0
 check "exec: record says that the program exec'd true, unprofiled" \
@@ -336,6 +339,26 @@ check "exec: so does the report" \
     grep -q "^  warning: the program exec'd [^ ]*/true, which ran unprofiled" "$OUT/exec.report"
 check "exec: neither says 'did not run exit()'" \
     sh -c "! grep -q 'did not run exit' '$OUT/exec.report' '$OUT/exec.stderr'"
+# followed: prof-work fork runs work_b in a child that returns from main,
+# work_c in one that calls _exit, work_a itself; each function's samples
+# are its count by hand / (N+1), within one, the 3 processes have a thread
+# each, and each ran exit() or _exit()
+profile fork fork
+check "fork: record exits 0" test $rc = 0
+check "fork: record says 3 threads in 3 processes" \
+    grep -q "^lwp-prof: .* from 3 threads in 3 processes, 0 missed" "$OUT/fork.stderr"
+for fi in work_a:1000000 work_b:3000000 work_c:1500000; do
+    f=${fi%%:*} it=${fi#*:}
+    s=$(samples "$OUT/fork.report" $f)
+    if within_one "$s" $((2 * it + 2)) $((I + 1)); then
+        ok "fork: $f: $s samples for $((2 * it + 2)) instructions"
+    else
+        nok "fork: $f: ${s:-no} samples, want $((2 * it + 2)) / $((I + 1)) within one"
+    fi
+done
+check "fork: the report lists 2 processes, each with a thread with samples" \
+    test "$(grep -A1 -E '^    process [0-9]+ \(forked by [0-9]+\)$' "$OUT/fork.report" |
+            grep -cE '^      thread 1 \(tid [0-9]+\): ire [1-9]')" = 2
 
 # --- LWP's own instructions in a hot function: the annotated disassembly
 # names them as binutils' objdump does for the same bytes.  work_l runs
@@ -428,19 +451,25 @@ valid_speedscope "cnh only: the speedscope file holds them" "$OUT/cnh.report" "$
 [ $rc = 2 ] && grep -q "have no event in common" "$OUT/err" &&
     ok "diff of ire,bre against cnh: exit 2, no event in common" || nok "diff with no event in common (rc $rc: $(cat "$OUT/err"))"
 
-# --- names: a PLT stub is named as objdump names it (NAME@plt, .plt for
-# the resolver's), a symbol without its version (@@GLIBC_...).  At
-# interval 10 (the 4 KiB ring run) prof-work's PLT has samples
+# --- names: a PLT stub is named as objdump names it (NAME@plt; the first
+# entry, the lazy resolver's, is .plt), a symbol without its version
+# (@@GLIBC_...).  At
+# interval 1 (a record per 2 instructions) the stubs of what prof-work's
+# main calls before it execs (strcmp, execl) have samples
+"$P" record -q -e ire:1 -o "$OUT/plt.lwpprof" -- "$W" exec >/dev/null 2>&1
+"$P" report --top 0 --annotate 0 -s - "$OUT/plt.lwpprof" >"$OUT/plt.report" 2>&1
 objdump -d -j .plt "$W" | sed -n 's/^[0-9a-f]* <\(.*\)>:$/\1/p' | sort >"$OUT/plt.objdump"
-awk '$4 == "prof-work" && $2 ~ /%$/ {print $5}' "$OUT/ring4.report" | sort >"$OUT/ring4.names"
-grep -E '@plt$|^\.plt$' "$OUT/ring4.names" >"$OUT/ring4.plt"
-check "names: prof-work's PLT samples are named NAME@plt or .plt ($(wc -l <"$OUT/ring4.plt") names)" \
-    test -s "$OUT/ring4.plt"
+awk '$4 == "prof-work" && $2 ~ /%$/ {print $5}' "$OUT/plt.report" | sort >"$OUT/plt.names"
+grep -E '@plt$' "$OUT/plt.names" >"$OUT/plt.stubs"
+check "names: prof-work's PLT samples are named NAME@plt ($(tr '\n' ' ' <"$OUT/plt.stubs"))" \
+    grep -qx 'strcmp@plt' "$OUT/plt.stubs"
 check "names: each of them is a stub objdump names in .plt" \
-    sh -c "comm -23 '$OUT/ring4.plt' '$OUT/plt.objdump' | grep -q . && exit 1 || exit 0"
+    sh -c "comm -23 '$OUT/plt.stubs' '$OUT/plt.objdump' | grep -q . && exit 1 || exit 0"
 check "names: prof-work has no unnamed code ([prof-work+0x...])" \
-    sh -c "! grep -q '^\[' '$OUT/ring4.names'"
-check "names: no symbol version in a name" sh -c "! grep -q '@@' '$OUT/ring4.report'"
+    sh -c "! grep -q '^\[' '$OUT/plt.names'"
+check "names: no symbol version in a name" sh -c "! grep -q '@@' '$OUT/plt.report' '$OUT/ring4.report'"
+check "exec: the records up to the exec are in the file (main: $(samples "$OUT/plt.report" main) samples)" \
+    test "$(samples "$OUT/plt.report" main)" -ge 1
 
 # --- files that changed since the recording: the report checks each
 # loaded object against the build-id the recording saw (size and mtime
