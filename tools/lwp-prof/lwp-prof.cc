@@ -48,7 +48,7 @@ namespace {
 const char *const kUsage =
     "usage: lwp-prof record [options] -o FILE -- PROGRAM [ARGS...]\n"
     "       lwp-prof report [options] FILE\n"
-    "       lwp-prof diff [--event NAME] [--top N] A B\n"
+    "       lwp-prof diff [options] A B\n"
     "       lwp-prof --help | --version\n"
     "\n"
     "Profile an unmodified, dynamically linked x86-64 program with AMD\n"
@@ -71,7 +71,8 @@ const char *const kUsage =
     "                        --qemu-arg -plugin --qemu-arg lib.so\n"
     "      --native          run the program directly (a CPU or VM with LWP)\n"
     "      --preload PATH    the preload library (default: next to lwp-prof)\n"
-    "  -q, --quiet           no progress or summary on stderr\n"
+    "  -q, --quiet           no progress, summary or notes on stderr (only\n"
+    "                        warnings that a thread's records stop)\n"
     "  record's exit status is the program's (128+N if signal N ended it),\n"
     "  125 when lwp-prof fails, 126/127 when PROGRAM cannot run / is absent\n"
     "\n"
@@ -85,9 +86,9 @@ const char *const kUsage =
     "                        its whole chunks\n"
     "      --symfs DIR       read the program's file /path as DIR/path when\n"
     "                        that exists (an unstripped or the original\n"
-    "                        build; also for diff)\n"
+    "                        build)\n"
     "      --debug-dir DIR   look for separate debug info in DIR too\n"
-    "                        (repeatable; also for diff)\n"
+    "                        (repeatable)\n"
     "  -s, --speedscope OUT  write the speedscope profile there (default\n"
     "                        FILE.speedscope.json; '-' for none)\n"
     "  report exits 0, 1 on a bad file, 2 on bad usage\n"
@@ -95,7 +96,8 @@ const char *const kUsage =
     "diff: the change from profile A to profile B (two builds or inputs of\n"
     "a program) per function and per source line, biggest first, in\n"
     "samples of the first event both have (--event NAME), or in events\n"
-    "when their intervals differ; --top N rows (default 20, 0: all)\n";
+    "when their intervals differ; --top N rows (default 20, 0: all);\n"
+    "--symfs and --debug-dir as for report\n";
 
 const char *const kEventNames[LWP_NUM_EVENTS + 1] = {
     nullptr, "val", "ire", "bre", "dme", "cnh", "rnh",
