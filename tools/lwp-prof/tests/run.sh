@@ -48,7 +48,7 @@ W=$OUT/prof-work
 I=10007     # the IRE interval: a record per 10008 instructions (N+1)
 
 # --- the command line
-check "--help exits 0" "$P" --help >/dev/null
+check "--help exits 0" sh -c "'$P' --help >/dev/null"
 "$P" frobnicate >/dev/null 2>"$OUT/err"; [ $? = 2 ] && grep -q "unknown command" "$OUT/err" &&
     ok "an unknown command exits 2" || nok "an unknown command exits 2"
 "$P" record -- "$W" >/dev/null 2>"$OUT/err"; [ $? = 2 ] && grep -q -- "-o FILE is required" "$OUT/err" &&
