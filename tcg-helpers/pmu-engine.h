@@ -180,5 +180,24 @@ uint64_t pmu_until_overflow(const PmuProfile *p, const PmuRegs *r,
  */
 bool pmu_add(const PmuProfile *p, const PmuRegs *r, bool fixed, unsigned i,
              uint64_t n);
+/*
+ * Take back @n events counted too early (instructions that did not
+ * retire): when that takes the counter back across its overflow, the
+ * overflow did not happen and its status bit is cleared.
+ */
+void pmu_sub(const PmuProfile *p, const PmuRegs *r, bool fixed, unsigned i,
+             uint64_t n);
+
+/*
+ * The cost model of the cycle sources (today's, as LWP's clock events,
+ * choice 48): an instruction takes one cycle, and a branch one more.  In
+ * a block of @n instructions that ends with a branch if @branch, the
+ * events of @source (PMU_SRC_INSN, PMU_SRC_CYCLES, PMU_SRC_REF_CYCLES, or
+ * PMU_SRC_BRANCH with the block's branch counted) number pmu_block_events,
+ * and the event number @event of them (from 1) happens at the
+ * instruction pmu_event_insn returns (from 1; the last for a branch).
+ */
+uint32_t pmu_block_events(unsigned source, uint32_t n, bool branch);
+uint32_t pmu_event_insn(unsigned source, uint64_t event, uint32_t n);
 
 #endif /* PMU_ENGINE_H */

@@ -471,4 +471,40 @@ bool pmu_add(const PmuProfile *p, const PmuRegs *r, bool fixed, unsigned i,
     return overflow;
 }
 
+void pmu_sub(const PmuProfile *p, const PmuRegs *r, bool fixed, unsigned i,
+             uint64_t n)
+{
+    uint64_t *value = fixed ? &r->fixed_counter[i] : &r->gp_counter[i];
+
+    if (n > *value) {
+        *r->global_status &= ~(uint64_t{1} << (fixed ? 32 + i : i));
+    }
+    *value = (*value - n) & counter_mask(p, fixed);
+}
+
+uint32_t pmu_block_events(unsigned source, uint32_t n, bool branch)
+{
+    switch (source) {
+    case PMU_SRC_INSN:
+        return n;
+    case PMU_SRC_BRANCH:
+        return branch;
+    case PMU_SRC_CYCLES:
+    case PMU_SRC_REF_CYCLES:
+        return n + branch;
+    default:
+        return 0;
+    }
+}
+
+uint32_t pmu_event_insn(unsigned source, uint64_t event, uint32_t n)
+{
+    // instruction i (i < n) ends at event i, for instructions and cycles
+    // alike; the last instruction takes the rest
+    if (source == PMU_SRC_BRANCH || event >= n) {
+        return n;
+    }
+    return event;
+}
+
 } // extern "C"

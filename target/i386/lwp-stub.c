@@ -248,3 +248,31 @@ PmuCount pmu_count_fixed(const PmuProfile *p, const PmuRegs *r, unsigned i)
 {
     g_assert_not_reached();
 }
+
+uint64_t pmu_until_overflow(const PmuProfile *p, const PmuRegs *r,
+                            bool fixed, unsigned i)
+{
+    g_assert_not_reached();
+}
+
+bool pmu_add(const PmuProfile *p, const PmuRegs *r, bool fixed, unsigned i,
+             uint64_t n)
+{
+    g_assert_not_reached();
+}
+
+void pmu_sub(const PmuProfile *p, const PmuRegs *r, bool fixed, unsigned i,
+             uint64_t n)
+{
+    g_assert_not_reached();
+}
+
+uint32_t pmu_event_insn(unsigned source, uint64_t event, uint32_t n)
+{
+    g_assert_not_reached();
+}
+
+uint32_t pmu_block_events(unsigned source, uint32_t n, bool branch)
+{
+    g_assert_not_reached();
+}

@@ -355,4 +355,40 @@ TEST(PmuCount, OverflowAt2To48)
     EXPECT_EQ(s.global_status, 0x200000004ull);
 }
 
+TEST(PmuBlock, EventsAndWhereTheyHappen)
+{
+    // 5 instructions ending with a branch: 5 instructions, 6 cycles
+    // (one each, one more for the branch), 1 branch
+    EXPECT_EQ(pmu_block_events(PMU_SRC_INSN, 5, true), 5u);
+    EXPECT_EQ(pmu_block_events(PMU_SRC_CYCLES, 5, true), 6u);
+    EXPECT_EQ(pmu_block_events(PMU_SRC_REF_CYCLES, 5, false), 5u);
+    EXPECT_EQ(pmu_block_events(PMU_SRC_BRANCH, 5, true), 1u);
+    EXPECT_EQ(pmu_block_events(PMU_SRC_BRANCH, 5, false), 0u);
+    EXPECT_EQ(pmu_block_events(PMU_SRC_LOADS, 5, true), 0u);
+    // the 3rd instruction retires the 3rd instruction and ends the 3rd
+    // cycle; the 6th cycle is the last instruction's second
+    EXPECT_EQ(pmu_event_insn(PMU_SRC_INSN, 3, 5), 3u);
+    EXPECT_EQ(pmu_event_insn(PMU_SRC_CYCLES, 3, 5), 3u);
+    EXPECT_EQ(pmu_event_insn(PMU_SRC_CYCLES, 5, 5), 5u);
+    EXPECT_EQ(pmu_event_insn(PMU_SRC_CYCLES, 6, 5), 5u);
+    EXPECT_EQ(pmu_event_insn(PMU_SRC_BRANCH, 1, 5), 5u);
+    EXPECT_EQ(pmu_event_insn(PMU_SRC_INSN, 1, 1), 1u);
+}
+
+TEST(PmuCount, TakingBackUndoesTheOverflow)
+{
+    Regs s;
+    s.gp[0] = 0xfffffffffffdull;
+    s.global_status = 0x2; // PMC1's, not this counter's
+    EXPECT_TRUE(pmu_add(nehalem(), &s.r, false, 0, 5));
+    EXPECT_EQ(s.gp[0], 2u);
+    EXPECT_EQ(s.global_status, 0x3u);
+    pmu_sub(nehalem(), &s.r, false, 0, 2);
+    EXPECT_EQ(s.gp[0], 0u);
+    EXPECT_EQ(s.global_status, 0x3u); // still past the overflow
+    pmu_sub(nehalem(), &s.r, false, 0, 1);
+    EXPECT_EQ(s.gp[0], 0xffffffffffffull);
+    EXPECT_EQ(s.global_status, 0x2u);
+}
+
 } // namespace

@@ -218,6 +218,199 @@ static void test_rdpmc(void)
     write_cr4(cr4);
 }
 
+/*
+ * Counting.  The expected counts are those of the instructions below,
+ * counted by hand: docs/pmu.md says which instructions around the
+ * WRMSRs count (the WRMSR that writes a control is counted as the
+ * controls were before it; RDMSR and RDPMC read the counts of the
+ * instructions before them).
+ */
+
+/*
+ * GLOBAL_CTRL := @enable, @n iterations of DEC/JNZ, GLOBAL_CTRL := 0.
+ * Counted after the first WRMSR: MOV, 2n, MOV, XOR, XOR and the second
+ * WRMSR, 2n + 5 instructions; n conditional branches; and as many cycles
+ * as instructions plus one per branch, 3n + 5.
+ */
+static void counted_loop(u64 enable, u64 n)
+{
+    asm volatile("mov $0x38f, %%ecx\n\t"
+                 "mov %[lo], %%eax\n\t"
+                 "mov %[hi], %%edx\n\t"
+                 "wrmsr\n\t"
+                 "mov %[n], %%rbx\n\t"
+                 "1: dec %%rbx\n\t"
+                 "jnz 1b\n\t"
+                 "mov $0x38f, %%ecx\n\t"
+                 "xor %%eax, %%eax\n\t"
+                 "xor %%edx, %%edx\n\t"
+                 "wrmsr\n\t"
+                 : : [lo] "r"((u32)enable), [hi] "r"((u32)(enable >> 32)),
+                   [n] "r"(n)
+                 : "rax", "rbx", "rcx", "rdx", "memory");
+}
+
+/* CPL3: @n iterations of DEC/JNZ */
+static void user_loop(void *arg)
+{
+    asm volatile("1: dec %%rbx\n\t"
+                 "jnz 1b\n\t"
+                 : : "b"(*(u64 *)arg) : "memory");
+}
+
+static void pmu_zero(void)
+{
+    unsigned i;
+
+    for (i = 0; i < 4; i++) {
+        wrmsr(MSR_IA32_PMC0 + i, 0);
+    }
+    for (i = 0; i < 3; i++) {
+        wrmsr(MSR_IA32_FIXED_CTR0 + i, 0);
+    }
+    wrmsr(MSR_IA32_PERF_GLOBAL_OVF_CTRL, 0x70000000full);
+}
+
+static void test_counting_os(void)
+{
+    const u64 n = 1000;
+    u64 v[7];
+    unsigned i;
+
+    /* INST_RETIRED, BR_INST_RETIRED.CONDITIONAL and .NEAR_CALL, core
+     * cycles, all OS; the fixed counters OS */
+    wrmsr(MSR_IA32_PERFEVTSEL0, 0x4200c0);
+    wrmsr(MSR_IA32_PERFEVTSEL0 + 1, 0x4201c4);
+    wrmsr(MSR_IA32_PERFEVTSEL0 + 2, 0x4202c4);
+    wrmsr(MSR_IA32_PERFEVTSEL0 + 3, 0x42003c);
+    wrmsr(MSR_IA32_FIXED_CTR_CTRL, 0x111);
+    pmu_zero();
+    counted_loop(0x70000000full, n);
+    for (i = 0; i < 4; i++) {
+        v[i] = rdmsr(MSR_IA32_PMC0 + i);
+    }
+    for (i = 0; i < 3; i++) {
+        v[4 + i] = rdmsr(MSR_IA32_FIXED_CTR0 + i);
+    }
+    report(v[0] == 2 * n + 5, "CPL0 loop: INST_RETIRED - expect 2n + 5 = "
+           "%lu (got %lu)", (unsigned long)(2 * n + 5), (unsigned long)v[0]);
+    report(v[1] == n, "CPL0 loop: BR_INST_RETIRED.CONDITIONAL - expect n = "
+           "%lu (got %lu)", (unsigned long)n, (unsigned long)v[1]);
+    report(v[2] == 0, "CPL0 loop: BR_INST_RETIRED.NEAR_CALL - expect 0 "
+           "(got %lu)", (unsigned long)v[2]);
+    report(v[3] == 3 * n + 5, "CPL0 loop: core cycles - expect 3n + 5 = "
+           "%lu (got %lu)", (unsigned long)(3 * n + 5), (unsigned long)v[3]);
+    report(v[4] == 2 * n + 5 && v[5] == 3 * n + 5 && v[6] == 3 * n + 5,
+           "CPL0 loop: FIXED_CTR0-2 - expect %lu, %lu, %lu (got %lu, %lu, "
+           "%lu)", (unsigned long)(2 * n + 5), (unsigned long)(3 * n + 5),
+           (unsigned long)(3 * n + 5), (unsigned long)v[4],
+           (unsigned long)v[5], (unsigned long)v[6]);
+    report(rdmsr(MSR_IA32_PMC0) == v[0], "PMC0 once disabled - expect it "
+           "to stay %lu", (unsigned long)v[0]);
+}
+
+/* USR and OS counters over run_in_user(user_loop, n) */
+static void user_counts(u64 n, u64 v[4])
+{
+    unsigned i;
+
+    pmu_zero();
+    wrmsr(MSR_IA32_PERF_GLOBAL_CTRL, 0x300000007ull);
+    run_in_user(user_loop, &n);
+    wrmsr(MSR_IA32_PERF_GLOBAL_CTRL, 0);
+    for (i = 0; i < 3; i++) {
+        v[i] = rdmsr(MSR_IA32_PMC0 + i);
+    }
+    v[3] = rdmsr(MSR_IA32_FIXED_CTR0);
+}
+
+static void test_counting_usr(void)
+{
+    u64 a[4], b[4];
+
+    /* INST_RETIRED USR, conditional branches USR, INST_RETIRED OS;
+     * FIXED_CTR0 USR */
+    wrmsr(MSR_IA32_PERFEVTSEL0, 0x4100c0);
+    wrmsr(MSR_IA32_PERFEVTSEL0 + 1, 0x4101c4);
+    wrmsr(MSR_IA32_PERFEVTSEL0 + 2, 0x4200c0);
+    wrmsr(MSR_IA32_FIXED_CTR_CTRL, 0x2);
+    user_counts(100, a);
+    user_counts(1100, b);
+    /* the same code around the loop, 1000 more iterations at CPL3 */
+    report(b[0] - a[0] == 2000, "CPL3 loop, 1000 more iterations: "
+           "INST_RETIRED USR - expect 2000 more (got %lu)",
+           (unsigned long)(b[0] - a[0]));
+    report(b[1] - a[1] == 1000, "CPL3 loop, 1000 more iterations: "
+           "conditional branches USR - expect 1000 more (got %lu)",
+           (unsigned long)(b[1] - a[1]));
+    report(b[2] == a[2] && a[2] > 0, "CPL3 loop, 1000 more iterations: "
+           "INST_RETIRED OS - expect the same count, not 0 (got %lu, %lu)",
+           (unsigned long)a[2], (unsigned long)b[2]);
+    report(b[3] - a[3] == 2000, "CPL3 loop, 1000 more iterations: "
+           "FIXED_CTR0 USR - expect 2000 more (got %lu)",
+           (unsigned long)(b[3] - a[3]));
+}
+
+/*
+ * PMC0 counts OS instructions from 2^48 - @k.  After the WRMSR that
+ * enables it: MOV, @m iterations of DEC/JNZ, MOV, then RDMSR of
+ * GLOBAL_STATUS, which sees the counts of those 2m + 2 instructions.
+ */
+static u64 status_after(u64 k, u64 m)
+{
+    u32 lo, hi;
+
+    wrmsr(MSR_IA32_PERFEVTSEL0, 0x4200c0);
+    wrmsr(MSR_IA32_PMC0, -k);
+    wrmsr(MSR_IA32_PERF_GLOBAL_OVF_CTRL, 1);
+    asm volatile("mov $0x38f, %%ecx\n\t"
+                 "mov $1, %%eax\n\t"
+                 "xor %%edx, %%edx\n\t"
+                 "wrmsr\n\t"
+                 "mov %[m], %%rbx\n\t"
+                 "1: dec %%rbx\n\t"
+                 "jnz 1b\n\t"
+                 "mov $0x38e, %%ecx\n\t"
+                 "rdmsr\n\t"
+                 "mov %%eax, %[lo]\n\t"
+                 "mov %%edx, %[hi]\n\t"
+                 "mov $0x38f, %%ecx\n\t"
+                 "xor %%eax, %%eax\n\t"
+                 "xor %%edx, %%edx\n\t"
+                 "wrmsr\n\t"
+                 : [lo] "=&r"(lo), [hi] "=&r"(hi) : [m] "r"(m)
+                 : "rax", "rbx", "rcx", "rdx", "memory");
+    return (u64)hi << 32 | lo;
+}
+
+static void test_overflow(void)
+{
+    u64 st;
+
+    wrmsr(MSR_IA32_FIXED_CTR_CTRL, 0);
+    /* 2 * 50 + 2 = 102 instructions before the RDMSR */
+    st = status_after(103, 50);
+    report(!(st & 1), "PMC0 103 events from overflow, RDMSR after 102 "
+           "instructions - expect GLOBAL_STATUS bit 0 clear (got %lx)",
+           (unsigned long)st);
+    report(rdmsr(MSR_IA32_PERF_GLOBAL_STATUS) & 1, "... and set once the "
+           "RDMSR retired, the 103rd");
+    st = status_after(102, 50);
+    report(st & 1, "PMC0 102 events from overflow, RDMSR after 102 "
+           "instructions - expect GLOBAL_STATUS bit 0 set (got %lx)",
+           (unsigned long)st);
+    /* the RDMSR and the 6 instructions to the WRMSR that disables */
+    report(rdmsr(MSR_IA32_PMC0) == 7, "... and PMC0 then 7: the RDMSR and "
+           "the 6 instructions to the disabling WRMSR (got %lu)",
+           (unsigned long)rdmsr(MSR_IA32_PMC0));
+    st = status_after(2, 1);
+    report(st & 1, "PMC0 2 events from overflow, RDMSR after 4 "
+           "instructions - expect GLOBAL_STATUS bit 0 set");
+    wrmsr(MSR_IA32_PERF_GLOBAL_OVF_CTRL, 1);
+    report(!(rdmsr(MSR_IA32_PERF_GLOBAL_STATUS) & 1), "OVF_CTRL bit 0 - "
+           "expect GLOBAL_STATUS bit 0 clear");
+}
+
 static void test_no_pmu(void)
 {
     struct cpuid c = cpuid_indexed(0xa, 0);
@@ -298,6 +491,9 @@ int pmu_main(bool pmu)
         test_reset_values();
         test_writes();
         test_rdpmc();
+        test_counting_os();
+        test_counting_usr();
+        test_overflow();
     } else {
         test_no_pmu();
     }

@@ -24,6 +24,8 @@ static void pmu_info_on_cpu(CPUState *cs, run_on_cpu_data data)
     CPUX86State *env = cpu_env(cs);
     PmuInfo *info = data.host_ptr;
 
+    /* what TBs counted in the window is not in the registers yet */
+    pmu_x86_sync(env);
     memcpy(info->gp, env->msr_gp_counters, sizeof(info->gp));
     memcpy(info->evtsel, env->msr_gp_evtsel, sizeof(info->evtsel));
     memcpy(info->fixed, env->msr_fixed_counters, sizeof(info->fixed));

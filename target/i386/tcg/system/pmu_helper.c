@@ -1,0 +1,200 @@
+/*
+ * x86 Intel performance monitoring: the counts of generated code
+ * (translate-pmu.c.inc) and the counters' registers
+ *
+ * Copyright (c) 2026 qemu-lwp contributors
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#include "qemu/osdep.h"
+#include "cpu.h"
+#include "exec/exec-all.h"
+#include "exec/helper-proto.h"
+#include "tcg/insn-start-words.h"
+#include "tcg/tcg.h"
+#include "tcg/helper-tcg.h"
+
+/*
+ * The most a window field is armed with: the give-backs of a TB (at most
+ * TCG_MAX_INSNS + 1 events) fit above it in 15 bits
+ */
+#define PMU_FIELD_MAX 0x3fff
+
+/* Counter @c of the window (0-3: IA32_PMCx, 4-6: IA32_FIXED_CTRx) */
+static int pmu_field(const uint64_t *w, int c)
+{
+    return (int16_t)extract64(w[c / 4], 16 * (c % 4), 16);
+}
+
+static void pmu_set_field(uint64_t *w, int c, int v)
+{
+    w[c / 4] = deposit64(w[c / 4], 16 * (c % 4), 16, (uint16_t)v);
+}
+
+static bool pmu_is_fixed(int c, unsigned *i)
+{
+    *i = c < 4 ? c : c - 4;
+    return c >= 4;
+}
+
+/*
+ * The counters' registers take what the window counted since it was
+ * armed; the window is left empty, so that the next TB that counts
+ * takes the slow path and arms it
+ */
+void pmu_x86_sync(CPUX86State *env)
+{
+    const PmuProfile *p = env_archcpu(env)->pmu_profile;
+    PmuRegs regs = x86_pmu_regs(env);
+    int c;
+
+    if (!p) {
+        return;
+    }
+    for (c = 0; c < X86_PMU_COUNTERS; c++) {
+        int used = pmu_field(env->pmu_armed, c) - pmu_field(env->pmu_win, c);
+        unsigned i;
+        bool fixed = pmu_is_fixed(c, &i);
+
+        if (used > 0) {
+            pmu_add(p, &regs, fixed, i, used);
+        } else if (used < 0) {
+            /* counts given back after the last sync took them */
+            pmu_sub(p, &regs, fixed, i, -used);
+        }
+    }
+    env->pmu_win[0] = env->pmu_win[1] = 0;
+    env->pmu_armed[0] = env->pmu_armed[1] = 0;
+}
+
+/*
+ * Give back (@sign 1) or take again (@sign -1) the counts of @insns
+ * instructions of a TB with profile @prof at CPL 0 or not (@user), the
+ * last of them the branch of kind @br (PMU_BR_*, 0 for none)
+ */
+static void pmu_recount(CPUX86State *env, uint64_t prof, bool user,
+                        uint32_t insns, unsigned br, int sign)
+{
+    int c;
+
+    for (c = 0; c < X86_PMU_COUNTERS; c++) {
+        int n = x86_pmu_events(prof, c, user, insns, br);
+
+        if (n) {
+            pmu_set_field(env->pmu_win, c,
+                          pmu_field(env->pmu_win, c) + sign * n);
+        }
+    }
+}
+
+/* An exception unwound the instruction of @tb whose insn_start word is @word */
+void pmu_x86_unretire(CPUX86State *env, const TranslationBlock *tb,
+                      uint64_t word)
+{
+    uint64_t prof = x86_tb_prof(tb);
+
+    if (prof & X86_PROF_PMU) {
+        pmu_recount(env, prof, (tb->flags & HF_CPL_MASK) != 0,
+                    tb->icount - lwp_unwind_index(word),
+                    extract64(word, PMU_UNWIND_BRANCH_SHIFT, 5), 1);
+    }
+}
+
+/*
+ * The current instruction, the last of its TB, raised an exception
+ * without unwinding, or exits to be executed again: it did not retire.
+ * It is not a branch.
+ */
+void pmu_x86_uncount(CPUX86State *env)
+{
+    if (env->prof & X86_PROF_PMU) {
+        pmu_recount(env, env->prof, (env->hflags & HF_CPL_MASK) != 0, 1, 0,
+                    1);
+    }
+}
+
+void helper_pmu_uncount(CPUX86State *env)
+{
+    pmu_x86_uncount(env);
+}
+
+/*
+ * A helper called at @ra reads or writes the counters: give back (@sign
+ * 1) the counts of its instruction and those after it in its TB, which
+ * have not retired, and take them again (@sign -1) after the access.
+ * Found as an exception finds them: nothing in the TB's code pays for it.
+ */
+void pmu_x86_recount(CPUX86State *env, uintptr_t ra, int sign)
+{
+    TranslationBlock *tb;
+    uint64_t data[TARGET_INSN_START_WORDS];
+    uint64_t prof;
+
+    if (!ra || !(env->prof & X86_PROF_PMU)) {
+        return;
+    }
+    tb = tcg_tb_lookup(ra);
+    if (!tb || !cpu_unwind_state_data(env_cpu(env), ra, data)) {
+        return;
+    }
+    prof = x86_tb_prof(tb);
+    if (prof & X86_PROF_PMU) {
+        pmu_recount(env, prof, (tb->flags & HF_CPL_MASK) != 0,
+                    tb->icount - lwp_unwind_index(data[1]),
+                    extract64(data[1], PMU_UNWIND_BRANCH_SHIFT, 5), sign);
+    }
+}
+
+/*
+ * The slow path of a TB start (translate-pmu.c.inc): the TB of n
+ * instructions (@n_br bits 15:0), ending with a branch of PMU_BR_* kind
+ * @n_br >> 16 if any, translated with @cflags, counts @inc0 and @inc1
+ * (packed as the window) and a field would go below 0.  Sync the
+ * counters and arm the window again.  When a counter overflows in the
+ * TB before its last instruction, translate the TB again so that the
+ * instruction at which it does ends it; at the last instruction, its
+ * field goes below 0, so that the next TB start syncs it then, after
+ * that instruction retired.
+ */
+void helper_pmu_tb_slow(CPUX86State *env, uint64_t inc0, uint64_t inc1,
+                        uint32_t n_br, uint32_t cflags)
+{
+    const PmuProfile *p = env_archcpu(env)->pmu_profile;
+    PmuRegs regs = x86_pmu_regs(env);
+    uint64_t inc[2] = { inc0, inc1 };
+    bool user = (env->hflags & HF_CPL_MASK) != 0;
+    uint32_t n = n_br & 0xffff, k = n;
+    int c;
+
+    pmu_x86_sync(env);
+    for (c = 0; c < X86_PMU_COUNTERS; c++) {
+        int v = pmu_field(inc, c);
+        unsigned i;
+        bool fixed = pmu_is_fixed(c, &i);
+        uint64_t until;
+        int armed;
+
+        if (!v) {
+            continue;
+        }
+        until = pmu_until_overflow(p, &regs, fixed, i);
+        if (v >= until) {
+            /* only a branch's event is counted at the last instruction */
+            bool br = x86_pmu_events(env->prof, c, user, 1, 0) == 0;
+
+            k = MIN(k, pmu_event_insn(br ? PMU_SRC_BRANCH : PMU_SRC_INSN,
+                                      until, n));
+        }
+        armed = MIN(until - 1, PMU_FIELD_MAX);
+        pmu_set_field(env->pmu_armed, c, armed);
+        pmu_set_field(env->pmu_win, c, armed - v);
+    }
+    if (k < n) {
+        /* nothing of the TB has run: EIP is its start */
+        env->pmu_win[0] = env->pmu_armed[0];
+        env->pmu_win[1] = env->pmu_armed[1];
+        env_cpu(env)->cflags_next_tb = (cflags & ~CF_COUNT_MASK) | k;
+        cpu_loop_exit_noexc(env_cpu(env));
+    }
+}
