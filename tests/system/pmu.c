@@ -411,6 +411,103 @@ static void test_overflow(void)
            "expect GLOBAL_STATUS bit 0 clear");
 }
 
+/*
+ * The PMI: PMC0 counts OS instructions from 2^48 - @k with INT, the LVT
+ * performance counter entry a fixed vector.  After the WRMSR that enables
+ * it: MOV, @m iterations of DEC/JNZ, then NOPs at pmi_a, pmi_b and
+ * pmi_c.  The interrupt is taken after the instruction that overflows
+ * the counter, the k-th: with k = 2m + 2, the NOP at pmi_a, so its
+ * frame's RIP is pmi_b.
+ */
+#define PMI_VECTOR      0x51
+#define APIC_LVTPC      0x340
+
+extern const char pmi_a[], pmi_b[], pmi_c[];
+static volatile unsigned long pmi_rip;
+static volatile unsigned pmi_count;
+static volatile u64 pmi_status;
+
+static void pmi_handler(struct ex_regs *regs)
+{
+    pmi_rip = regs->rip;
+    pmi_count++;
+    pmi_status = rdmsr(MSR_IA32_PERF_GLOBAL_STATUS);
+    apic_write(APIC_EOI, 0);
+}
+
+static void pmi_run(u64 k, u64 m)
+{
+    wrmsr(MSR_IA32_PERFEVTSEL0, 0x5200c0);
+    wrmsr(MSR_IA32_PMC0, -k);
+    wrmsr(MSR_IA32_PERF_GLOBAL_OVF_CTRL, 1);
+    apic_write(APIC_LVTPC, PMI_VECTOR);
+    pmi_count = 0;
+    pmi_rip = 0;
+    asm volatile("sti\n\t"
+                 "mov $0x38f, %%ecx\n\t"
+                 "mov $1, %%eax\n\t"
+                 "xor %%edx, %%edx\n\t"
+                 "wrmsr\n\t"
+                 "mov %[m], %%rbx\n\t"
+                 "1: dec %%rbx\n\t"
+                 "jnz 1b\n\t"
+                 ".globl pmi_a\npmi_a: nop\n\t"
+                 ".globl pmi_b\npmi_b: nop\n\t"
+                 ".globl pmi_c\npmi_c: cli\n\t"
+                 "mov $0x38f, %%ecx\n\t"
+                 "xor %%eax, %%eax\n\t"
+                 "xor %%edx, %%edx\n\t"
+                 "wrmsr\n\t"
+                 : : [m] "r"(m) : "rax", "rbx", "rcx", "rdx", "memory");
+}
+
+static void test_pmi(void)
+{
+    u32 lvt;
+
+    enable_apic();
+    handle_irq(PMI_VECTOR, pmi_handler);
+    pmi_run(102, 50);
+    lvt = apic_read(APIC_LVTPC);
+    report(pmi_count == 1 && pmi_rip == (unsigned long)pmi_b,
+           "PMI 102 instructions after the enabling WRMSR - expect one, "
+           "taken after the NOP at pmi_a: RIP pmi_b %lx (got %u, RIP %lx)",
+           (unsigned long)pmi_b, pmi_count, pmi_rip);
+    report(pmi_status & 1, "PMI handler - expect GLOBAL_STATUS bit 0 set "
+           "(got %lx)", (unsigned long)pmi_status);
+    report(lvt & APIC_LVT_MASKED, "LVT performance counter entry after the "
+           "PMI - expect masked (got %x)", lvt);
+    pmi_run(101, 50);
+    report(pmi_count == 1 && pmi_rip == (unsigned long)pmi_a,
+           "PMI 101 instructions after it - expect it after the last JNZ: "
+           "RIP pmi_a %lx (got %u, RIP %lx)", (unsigned long)pmi_a,
+           pmi_count, pmi_rip);
+    pmi_run(103, 50);
+    report(pmi_count == 1 && pmi_rip == (unsigned long)pmi_c,
+           "PMI 103 instructions after it - expect RIP pmi_c %lx (got %u, "
+           "RIP %lx)", (unsigned long)pmi_c, pmi_count, pmi_rip);
+    /* masked LVT entry: the counter overflows, no interrupt */
+    apic_write(APIC_LVTPC, PMI_VECTOR | APIC_LVT_MASKED);
+    wrmsr(MSR_IA32_PERFEVTSEL0, 0x5200c0);
+    wrmsr(MSR_IA32_PMC0, -5ull);
+    pmi_count = 0;
+    counted_loop(1, 10);
+    report(pmi_count == 0 && (rdmsr(MSR_IA32_PERF_GLOBAL_STATUS) & 1),
+           "masked LVT entry - expect no PMI, GLOBAL_STATUS bit 0 set (got "
+           "%u PMIs)", pmi_count);
+    wrmsr(MSR_IA32_PERF_GLOBAL_OVF_CTRL, 1);
+    /* INT clear: no PMI */
+    apic_write(APIC_LVTPC, PMI_VECTOR);
+    wrmsr(MSR_IA32_PERFEVTSEL0, 0x4200c0);
+    wrmsr(MSR_IA32_PMC0, -5ull);
+    asm volatile("sti");
+    counted_loop(1, 10);
+    asm volatile("cli");
+    report(pmi_count == 0, "overflow without INT - expect no PMI (got %u)",
+           pmi_count);
+    wrmsr(MSR_IA32_PERF_GLOBAL_OVF_CTRL, 1);
+}
+
 static void test_no_pmu(void)
 {
     struct cpuid c = cpuid_indexed(0xa, 0);
@@ -494,6 +591,7 @@ int pmu_main(bool pmu)
         test_counting_os();
         test_counting_usr();
         test_overflow();
+        test_pmi();
     } else {
         test_no_pmu();
     }

@@ -13,7 +13,10 @@
 #include "exec/helper-proto.h"
 #include "tcg/insn-start-words.h"
 #include "tcg/tcg.h"
+#include "qemu/main-loop.h"
+#include "hw/i386/apic.h"
 #include "tcg/helper-tcg.h"
+#include "tcg/trace.h"
 
 /*
  * The most a window field is armed with: the give-backs of a TB (at most
@@ -41,24 +44,27 @@ static bool pmu_is_fixed(int c, unsigned *i)
 /*
  * The counters' registers take what the window counted since it was
  * armed; the window is left empty, so that the next TB that counts
- * takes the slow path and arms it
+ * takes the slow path and arms it.  Returns whether a counter whose
+ * controls ask for a PMI overflowed.
  */
-void pmu_x86_sync(CPUX86State *env)
+static bool pmu_sync(CPUX86State *env)
 {
     const PmuProfile *p = env_archcpu(env)->pmu_profile;
     PmuRegs regs = x86_pmu_regs(env);
+    bool pmi = false;
     int c;
 
     if (!p) {
-        return;
+        return false;
     }
     for (c = 0; c < X86_PMU_COUNTERS; c++) {
         int used = pmu_field(env->pmu_armed, c) - pmu_field(env->pmu_win, c);
         unsigned i;
         bool fixed = pmu_is_fixed(c, &i);
 
-        if (used > 0) {
-            pmu_add(p, &regs, fixed, i, used);
+        if (used > 0 && pmu_add(p, &regs, fixed, i, used)) {
+            pmi |= (fixed ? pmu_count_fixed(p, &regs, i)
+                          : pmu_count_gp(p, &regs, i)).pmi;
         } else if (used < 0) {
             /* counts given back after the last sync took them */
             pmu_sub(p, &regs, fixed, i, -used);
@@ -66,6 +72,26 @@ void pmu_x86_sync(CPUX86State *env)
     }
     env->pmu_win[0] = env->pmu_win[1] = 0;
     env->pmu_armed[0] = env->pmu_armed[1] = 0;
+    return pmi;
+}
+
+/* The PMI, through the local APIC's LVT performance counter entry */
+static void pmu_pmi(CPUX86State *env)
+{
+    X86CPU *cpu = env_archcpu(env);
+
+    trace_pmu_pmi(env_cpu(env)->cpu_index, env->msr_global_status);
+    if (cpu->apic_state) {
+        BQL_LOCK_GUARD();
+        apic_deliver_pmi(cpu->apic_state);
+    }
+}
+
+void pmu_x86_sync(CPUX86State *env)
+{
+    if (pmu_sync(env)) {
+        pmu_pmi(env);
+    }
 }
 
 /*
@@ -155,7 +181,9 @@ void pmu_x86_recount(CPUX86State *env, uintptr_t ra, int sign)
  * TB before its last instruction, translate the TB again so that the
  * instruction at which it does ends it; at the last instruction, its
  * field goes below 0, so that the next TB start syncs it then, after
- * that instruction retired.
+ * that instruction retired, and raises the PMI if the counter asks for
+ * one: that TB then exits before its first instruction, so that the
+ * interrupt is taken there.
  */
 void helper_pmu_tb_slow(CPUX86State *env, uint64_t inc0, uint64_t inc1,
                         uint32_t n_br, uint32_t cflags)
@@ -167,7 +195,11 @@ void helper_pmu_tb_slow(CPUX86State *env, uint64_t inc0, uint64_t inc1,
     uint32_t n = n_br & 0xffff, k = n;
     int c;
 
-    pmu_x86_sync(env);
+    if (pmu_sync(env)) {
+        /* nothing of the TB has run: EIP is its start */
+        pmu_pmi(env);
+        cpu_loop_exit_noexc(env_cpu(env));
+    }
     for (c = 0; c < X86_PMU_COUNTERS; c++) {
         int v = pmu_field(inc, c);
         unsigned i;
