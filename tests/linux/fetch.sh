@@ -2,6 +2,9 @@
 # Fetch Debian 12's own kernel and busybox-static for the linux test layer.
 #
 #   tests/linux/fetch.sh        prints the cache directory on stdout
+#   tests/linux/fetch.sh perf   also Debian's perf for that kernel
+#                               (linux-perf and the libraries it loads),
+#                               unpacked; prints the tree (build/linux/perf)
 #
 # The packages are downloaded with `apt-get download` (never installed) and
 # unpacked with `dpkg-deb -x` into build/linux/ (QEMU_LWP_BUILD moves build/).
@@ -15,9 +18,20 @@ set -euo pipefail
 . "$(dirname "$0")/../../scripts/common.sh"
 
 dir=$BUILD/linux
+want=${1:-kernel}
+case $want in
+kernel | perf) ;;
+*) die "usage: $0 [perf]" ;;
+esac
 if [ -s "$dir/packages" ] && [ -s "$dir/vmlinuz" ] && [ -x "$dir/busybox" ]; then
-    echo "$dir"
-    exit 0
+    if [ "$want" = kernel ]; then
+        echo "$dir"
+        exit 0
+    fi
+    if [ -s "$dir/perf/packages" ]; then
+        echo "$dir/perf"
+        exit 0
+    fi
 fi
 
 for tool in apt-get dpkg-deb; do
@@ -98,4 +112,32 @@ for f in "$meta" "$kdeb" "$bdeb"; do
 done >"$dir/packages.new"
 mv "$dir/packages.new" "$dir/packages"
 log "cached in $dir: $(paste -sd, "$dir/packages")"
-echo "$dir"
+if [ "$want" = kernel ]; then
+    echo "$dir"
+    exit 0
+fi
+
+# perf: linux-perf of the kernel's version, and the packages of the shared
+# libraries it loads (the lib* and zlib packages of apt-cache's dependency
+# closure; perl and python themselves are not needed to count), unpacked
+# together into one tree.
+kver=$(awk '$1 ~ /^linux-image-[0-9]/ { print $2; exit }' "$dir/packages")
+[ -n "$kver" ] || die "fetch: no kernel version in $dir/packages"
+pdir=$dir/perf
+rm -rf "$pdir"
+mkdir -p "$pdir/debs" "$pdir/root"
+debs=$pdir/debs
+log "fetching linux-perf=$kver and its libraries"
+libs=$(apt-cache depends --recurse --no-recommends --no-suggests \
+           --no-conflicts --no-breaks --no-replaces --no-enhances linux-perf |
+       grep -E '^(lib|zlib)' | sort -u)
+for p in "linux-perf=$kver" $libs; do
+    dpkg-deb -x "$(download "$p")" "$pdir/root"
+done
+[ -x "$pdir/root/usr/bin/perf" ] || die "fetch: linux-perf has no usr/bin/perf"
+for f in "$debs"/*.deb; do
+    dpkg-deb -f "$f" Package Version | paste -sd' ' | sed 's/Package: //; s/ Version: / /'
+done >"$pdir/packages.new"
+mv "$pdir/packages.new" "$pdir/packages"
+log "perf cached in $pdir: $(wc -l <"$pdir/packages") packages"
+echo "$pdir"

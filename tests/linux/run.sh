@@ -264,6 +264,78 @@ for cpu in Nehalem,pmu=on Nehalem; do
     check "$(result grep -qw pdcm <<<"$flags")" "$cpu: pdcm in the flags of /proc/cpuinfo"
 done
 
+# 2c. Debian's perf in the PMU guest counts a program exactly: runs of
+# tests/linux/perf-loop 100000 and 200000 iterations long differ by
+# 2 * 100000 user instructions and 100000 branches, as its DEC/JNZ loop
+# says, and a second run of 100000 counts the same as the first
+echo "=== linux -cpu Nehalem,pmu=on: Debian's perf stat"
+perf_init() { # ROOT: an initramfs tree with perf, its libraries, the loop
+    local r=$1 lib todo=(usr/bin/perf) seen=" " f
+    mkdir -p "$r/bin" "$r/proc" "$r/sys" "$r/dev" "$r/tmp" \
+        "$r/lib/x86_64-linux-gnu" "$r/lib64"
+    cp "$dir/busybox" "$r/bin/busybox"
+    cp "$src/init-perf" "$r/init"
+    gcc -static -O2 -Wall -o "$r/bin/perf-loop" "$src/perf-loop.c" || return 1
+    cp "$pdir/root/usr/bin/perf" "$r/bin/perf"
+    cp "$pdir/root/lib64/ld-linux-x86-64.so.2" "$r/lib64/" 2>/dev/null ||
+        cp -L "$pdir/root/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2" "$r/lib64/"
+    # the shared libraries perf needs, recursively, from the unpacked tree
+    while [ ${#todo[@]} -gt 0 ]; do
+        f=${todo[0]}
+        todo=("${todo[@]:1}")
+        for lib in $(readelf -d "$pdir/root/$f" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'); do
+            case $seen in *" $lib "*) continue ;; esac
+            seen+="$lib "
+            for d in lib/x86_64-linux-gnu usr/lib/x86_64-linux-gnu; do
+                if [ -e "$pdir/root/$d/$lib" ]; then
+                    cp -L "$pdir/root/$d/$lib" "$r/lib/x86_64-linux-gnu/"
+                    todo+=("$d/$lib")
+                    break
+                fi
+            done
+        done
+    done
+}
+if pdir=$("$src/fetch.sh" perf) && perf_init "$dir/initramfs-perf"; then
+    (cd "$dir/initramfs-perf" && find . | LC_ALL=C sort |
+        cpio -o -H newc -R 0:0 --quiet) | gzip -1 >"$dir/initramfs-perf.gz"
+    log=$BUILD/test-logs/linux-perf.serial
+    rm -f "$log"
+    qstatus=0
+    timeout "$boot_timeout" "$qemu" "${firmware[@]}" -M pc -accel tcg \
+        -cpu Nehalem,pmu=on -m 512M -smp 1 -no-reboot \
+        -display none -vga none -nic none -monitor none \
+        -serial "file:$log" -kernel "$dir/vmlinuz" \
+        -initrd "$dir/initramfs-perf.gz" \
+        -append "console=ttyS0 quiet panic=-1" </dev/null || qstatus=$?
+    [ -f "$log" ] || : >"$log"
+    ev=$(tr -d '\r' <"$log" | grep -ao '@@.*' || true)
+    why=$(boot_verdict "$qstatus" "$boot_timeout" "$ev" "$log")
+    check "$(result test -z "$why")" "perf guest boots, runs perf stat three times and powers off$why"
+    grep '^@@error' <<<"$ev" | head -n 5 || true
+    # perf_count RUN EVENT: what perf printed for EVENT in run RUN
+    # ("@@stat RUN COUNT,,EVENT,...")
+    perf_count() {
+        awk -F, -v n="$1" -v e="$2" '{ split($1, a, " ") }
+            a[1] == "@@stat" && a[2] == n && $3 == e { print a[3] }' <<<"$ev"
+    }
+    i1=$(perf_count 1 instructions:u) i2=$(perf_count 2 instructions:u)
+    b1=$(perf_count 1 branches:u) b2=$(perf_count 2 branches:u)
+    i3=$(perf_count 3 instructions:u) b3=$(perf_count 3 branches:u)
+    k1=$(perf_count 1 instructions:k)
+    echo "    perf stat: instructions:u $i1, $i2, $i3; branches:u $b1, $b2, $b3; instructions:k $k1"
+    if [[ "$i1$i2$i3$b1$b2$b3" =~ ^[0-9]+$ ]]; then
+        check "$(result test $((i2 - i1)) = 200000)" "perf stat -e instructions:u: 100000 more iterations, 200000 more instructions (got $((i2 - i1)))"
+        check "$(result test $((b2 - b1)) = 100000)" "perf stat -e branches:u: 100000 more iterations, 100000 more branches (got $((b2 - b1)))"
+        check "$(result test "$i3 $b3" = "$i1 $b1")" "perf stat: the same program twice, the same user counts ($i1 $b1, then $i3 $b3)"
+    else
+        check 1 "perf stat printed counts for instructions:u and branches:u"
+    fi
+    check "$(result test "${k1:-0}" -gt 0 2>/dev/null)" "perf stat -e instructions:k counts the kernel's instructions (got ${k1:-nothing})"
+else
+    check 1 "fetch Debian's linux-perf and build the perf initramfs (tests/linux/fetch.sh perf)"
+fi
+
 # 3. Our kernel with the LWP series, and LWP programs in it
 while IFS= read -r line; do
     echo "$line"
