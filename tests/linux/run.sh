@@ -267,7 +267,10 @@ done
 # 2c. Debian's perf in the PMU guest counts a program exactly: runs of
 # tests/linux/perf-loop 100000 and 200000 iterations long differ by
 # 2 * 100000 user instructions and 100000 branches, as its DEC/JNZ loop
-# says, and a second run of 100000 counts the same as the first
+# says, and a second run of 100000 counts the same as the first; perf
+# record of the 1000000 run, a sample every 10007 user instructions (the
+# PMI), takes exactly as many samples as perf stat's count of that run
+# holds whole periods
 echo "=== linux -cpu Nehalem,pmu=on: Debian's perf stat"
 perf_init() { # ROOT: an initramfs tree with perf, its libraries, the loop
     local r=$1 lib todo=(usr/bin/perf) seen=" " f
@@ -311,7 +314,7 @@ if pdir=$("$src/fetch.sh" perf) && perf_init "$dir/initramfs-perf"; then
     [ -f "$log" ] || : >"$log"
     ev=$(tr -d '\r' <"$log" | grep -ao '@@.*' || true)
     why=$(boot_verdict "$qstatus" "$boot_timeout" "$ev" "$log")
-    check "$(result test -z "$why")" "perf guest boots, runs perf stat three times and powers off$why"
+    check "$(result test -z "$why")" "perf guest boots, runs perf stat and perf record and powers off$why"
     grep '^@@error' <<<"$ev" | head -n 5 || true
     # perf_count RUN EVENT: what perf printed for EVENT in run RUN
     # ("@@stat RUN COUNT,,EVENT,...")
@@ -332,6 +335,13 @@ if pdir=$("$src/fetch.sh" perf) && perf_init "$dir/initramfs-perf"; then
         check 1 "perf stat printed counts for instructions:u and branches:u"
     fi
     check "$(result test "${k1:-0}" -gt 0 2>/dev/null)" "perf stat -e instructions:k counts the kernel's instructions (got ${k1:-nothing})"
+    i4=$(perf_count 4 instructions:u)
+    samples=$(sed -n 's/^@@samples //p' <<<"$ev")
+    if [[ "$i4" =~ ^[0-9]+$ ]]; then
+        check "$(result test "${samples:-x}" = $((i4 / 10007)))" "perf record -e instructions:u -c 10007: ${samples:-no} samples of a run of $i4 user instructions (want $((i4 / 10007)))"
+    else
+        check 1 "perf stat printed a count for the 1000000 run"
+    fi
 else
     check 1 "fetch Debian's linux-perf and build the perf initramfs (tests/linux/fetch.sh perf)"
 fi

@@ -508,6 +508,60 @@ static void test_pmi(void)
     wrmsr(MSR_IA32_PERF_GLOBAL_OVF_CTRL, 1);
 }
 
+/*
+ * Sampling as perf does it: FIXED_CTR0 counts CPL3 instructions with a
+ * PMI as an NMI every SAMPLE_PERIOD of them; the NMI handler reloads the
+ * counter, acknowledges the overflow and unmasks the LVT entry.  Over
+ * user_loop's 2n instructions (and the fixed code around them), the two
+ * runs differ by exactly 2 * 500000 / SAMPLE_PERIOD NMIs, give or take
+ * the one the remainders can shift.
+ */
+#define SAMPLE_PERIOD 10007
+static volatile unsigned nmi_count;
+
+static void sample_nmi(struct ex_regs *regs)
+{
+    (void)regs;
+    nmi_count++;
+    wrmsr(MSR_IA32_FIXED_CTR0, -(u64)SAMPLE_PERIOD);
+    wrmsr(MSR_IA32_PERF_GLOBAL_OVF_CTRL, 1ull << 32);
+    apic_write(APIC_LVTPC, 4 << 8);
+}
+
+static unsigned sample_run(u64 n, u64 *left)
+{
+    nmi_count = 0;
+    wrmsr(MSR_IA32_FIXED_CTR0, -(u64)SAMPLE_PERIOD);
+    wrmsr(MSR_IA32_FIXED_CTR_CTRL, 0xa);        /* USR, PMI */
+    wrmsr(MSR_IA32_PERF_GLOBAL_CTRL, 1ull << 32);
+    run_in_user(user_loop, &n);
+    wrmsr(MSR_IA32_PERF_GLOBAL_CTRL, 0);
+    *left = rdmsr(MSR_IA32_FIXED_CTR0);
+    return nmi_count;
+}
+
+static void test_sampling(void)
+{
+    u64 left1, left2, total1, total2;
+    unsigned s1, s2;
+
+    handle_irq(2, sample_nmi);
+    apic_write(APIC_LVTPC, 4 << 8);
+    s1 = sample_run(1000000, &left1);
+    s2 = sample_run(1500000, &left2);
+    /* the events counted: whole periods, plus what the last one holds */
+    total1 = (u64)s1 * SAMPLE_PERIOD + ((left1 + SAMPLE_PERIOD) & 0xffffffffffffull);
+    total2 = (u64)s2 * SAMPLE_PERIOD + ((left2 + SAMPLE_PERIOD) & 0xffffffffffffull);
+    report(total2 - total1 == 1000000, "sampling CPL3 instructions every "
+           "%u with NMIs: 500000 more iterations, 1000000 more instructions "
+           "in whole periods and the remainder (got %u and %u NMIs, %lu more)",
+           SAMPLE_PERIOD, s1, s2, (unsigned long)(total2 - total1));
+    report(s1 == total1 / SAMPLE_PERIOD && s2 == total2 / SAMPLE_PERIOD,
+           "... one NMI per whole period (%lu and %lu instructions)",
+           (unsigned long)total1, (unsigned long)total2);
+    apic_write(APIC_LVTPC, APIC_LVT_MASKED);
+}
+
 static void test_no_pmu(void)
 {
     struct cpuid c = cpuid_indexed(0xa, 0);
@@ -592,6 +646,7 @@ int pmu_main(bool pmu)
         test_counting_usr();
         test_overflow();
         test_pmi();
+        test_sampling();
     } else {
         test_no_pmu();
     }
