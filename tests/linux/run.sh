@@ -270,7 +270,9 @@ done
 # says, and a second run of 100000 counts the same as the first; perf
 # record of the 1000000 run, a sample every 10007 user instructions (the
 # PMI), takes exactly as many samples as perf stat's count of that run
-# holds whole periods; all of it again with two vCPUs under MTTCG
+# holds whole periods; a program that reads its own counter with RDPMC
+# (tests/linux/rdpmc-self.c) counts its loop exactly; and the perf checks
+# again with two vCPUs under MTTCG
 echo "=== linux -cpu Nehalem,pmu=on: Debian's perf stat"
 perf_init() { # ROOT: an initramfs tree with perf, its libraries, the loop
     local r=$1 lib todo=(usr/bin/perf) seen=" " f
@@ -279,6 +281,7 @@ perf_init() { # ROOT: an initramfs tree with perf, its libraries, the loop
     cp "$dir/busybox" "$r/bin/busybox"
     cp "$src/init-perf" "$r/init"
     gcc -static -O2 -Wall -o "$r/bin/perf-loop" "$src/perf-loop.c" || return 1
+    gcc -static -O2 -Wall -o "$r/bin/rdpmc-self" "$src/rdpmc-self.c" || return 1
     cp "$pdir/root/usr/bin/perf" "$r/bin/perf"
     cp "$pdir/root/lib64/ld-linux-x86-64.so.2" "$r/lib64/" 2>/dev/null ||
         cp -L "$pdir/root/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2" "$r/lib64/"
@@ -345,6 +348,17 @@ if pdir=$("$src/fetch.sh" perf) && perf_init "$dir/initramfs-perf"; then
         check "$(result test "${samples:-x}" = $((i4 / 10007)))" "perf record -e instructions:u -c 10007: ${samples:-no} samples of a run of $i4 user instructions (want $((i4 / 10007)))"
     else
         check 1 "perf stat printed a count for the 1000000 run"
+    fi
+    # RDPMC at CPL 3, as a self-monitoring program does it: the count
+    # across 300000 iterations exceeds that across 100000 by 400000
+    line=$(grep '^@@rdpmc ' <<<"$ev" || true)
+    for kv in ${line#@@rdpmc }; do
+        declare "rdpmc_${kv%%=*}=${kv#*=}"
+    done
+    if [[ "${rdpmc_d1:-}${rdpmc_d2:-}" =~ ^[0-9]+$ ]]; then
+        check "$(result test "${rdpmc_cap_user_rdpmc:-0} $((rdpmc_d2 - rdpmc_d1))" = "1 400000")" "RDPMC self-monitoring (perf_event_mmap_page, cap_user_rdpmc ${rdpmc_cap_user_rdpmc:-?}, index ${rdpmc_index:-?}): 200000 more iterations, 400000 more instructions (got $((rdpmc_d2 - rdpmc_d1)))"
+    else
+        check 1 "RDPMC self-monitoring: rdpmc-self printed its counts (${line:-nothing})"
     fi
     # Two vCPUs under MTTCG: the program may be preempted and migrate.
     # Its start-up runs more instructions with two CPUs than with one
