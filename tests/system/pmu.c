@@ -562,6 +562,52 @@ static void test_sampling(void)
     apic_write(APIC_LVTPC, APIC_LVT_MASKED);
 }
 
+/*
+ * A PMI due on an instruction that changes the CPL: FIXED_CTR0 counts
+ * CPL3 instructions from 2^48 - 5 with a PMI as an NMI, and
+ * run_in_user(pmu_user_ret) runs MOV, MOV, CALL (user_entry, cstart64.S),
+ * RET (pmu_user_ret) and INT $USER_RET_VECTOR at CPL3: the fifth, the
+ * INT, overflows the counter, and the NMI is taken right after it, before
+ * the first instruction of the INT's handler, at CPL 0 where nothing
+ * counts.
+ */
+void pmu_user_ret(void *arg);
+asm(".pushsection .text\n\t"
+    ".globl pmu_user_ret\n"
+    "pmu_user_ret: ret\n\t"
+    ".popsection");
+
+static volatile unsigned long cpl_nmi_rip, cpl_nmi_cs;
+static volatile unsigned cpl_nmi_count;
+
+static void cpl_nmi(struct ex_regs *regs)
+{
+    cpl_nmi_rip = regs->rip;
+    cpl_nmi_cs = regs->cs;
+    cpl_nmi_count++;
+    apic_write(APIC_LVTPC, 4 << 8);
+}
+
+static void test_pmi_cpl_change(void)
+{
+    handle_irq(2, cpl_nmi);
+    apic_write(APIC_LVTPC, 4 << 8);
+    wrmsr(MSR_IA32_FIXED_CTR0, -5ull);
+    wrmsr(MSR_IA32_FIXED_CTR_CTRL, 0xa);
+    wrmsr(MSR_IA32_PERF_GLOBAL_OVF_CTRL, 1ull << 32);
+    wrmsr(MSR_IA32_PERF_GLOBAL_CTRL, 1ull << 32);
+    run_in_user(pmu_user_ret, NULL);
+    wrmsr(MSR_IA32_PERF_GLOBAL_CTRL, 0);
+    report(cpl_nmi_count == 1 && cpl_nmi_rip == isr_table[USER_RET_VECTOR] &&
+           (cpl_nmi_cs & 3) == 0, "PMI due on the INT that leaves CPL3 - "
+           "expect it taken before the INT handler's first instruction, "
+           "%lx at CPL0 (got %u, RIP %lx CS %lx)",
+           isr_table[USER_RET_VECTOR], cpl_nmi_count, cpl_nmi_rip,
+           cpl_nmi_cs);
+    apic_write(APIC_LVTPC, APIC_LVT_MASKED);
+    wrmsr(MSR_IA32_PERF_GLOBAL_OVF_CTRL, 1ull << 32);
+}
+
 static void test_no_pmu(void)
 {
     struct cpuid c = cpuid_indexed(0xa, 0);
@@ -647,6 +693,7 @@ int pmu_main(bool pmu)
         test_overflow();
         test_pmi();
         test_sampling();
+        test_pmi_cpl_change();
     } else {
         test_no_pmu();
     }

@@ -173,6 +173,20 @@ void pmu_x86_recount(CPUX86State *env, uintptr_t ra, int sign)
 }
 
 /*
+ * The start of a TB that counts nothing of the PMU at its CPL found a
+ * field below 0 (gen_pmu_pending): sync, and raise the PMI if a counter
+ * overflowed; the TB then exits before its first instruction, so that
+ * the interrupt is taken there
+ */
+void helper_pmu_pending(CPUX86State *env)
+{
+    if (pmu_sync(env)) {
+        pmu_pmi(env);
+        cpu_loop_exit_noexc(env_cpu(env));
+    }
+}
+
+/*
  * The slow path of a TB start (translate-pmu.c.inc): the TB of n
  * instructions (@n_br bits 15:0), ending with a branch of PMU_BR_* kind
  * @n_br >> 16 if any, translated with @cflags, counts @inc0 and @inc1
