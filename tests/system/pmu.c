@@ -226,6 +226,22 @@ static void test_rdpmc(void)
  * instructions before them).
  */
 
+/* WRMSR GLOBAL_CTRL := 1 (PMC0), MOV and %[m] iterations of DEC/JNZ */
+#define ASM_ENABLE_PMC0_LOOP            \
+    "mov $0x38f, %%ecx\n\t"             \
+    "mov $1, %%eax\n\t"                 \
+    "xor %%edx, %%edx\n\t"              \
+    "wrmsr\n\t"                         \
+    "mov %[m], %%rbx\n\t"               \
+    "1: dec %%rbx\n\t"                  \
+    "jnz 1b\n\t"
+/* MOV, XOR, XOR, WRMSR GLOBAL_CTRL := 0 */
+#define ASM_DISABLE_ALL                 \
+    "mov $0x38f, %%ecx\n\t"             \
+    "xor %%eax, %%eax\n\t"              \
+    "xor %%edx, %%edx\n\t"              \
+    "wrmsr\n\t"
+
 /*
  * GLOBAL_CTRL := @enable, @n iterations of DEC/JNZ, GLOBAL_CTRL := 0.
  * Counted after the first WRMSR: MOV, 2n, MOV, XOR, XOR and the second
@@ -241,10 +257,7 @@ static void counted_loop(u64 enable, u64 n)
                  "mov %[n], %%rbx\n\t"
                  "1: dec %%rbx\n\t"
                  "jnz 1b\n\t"
-                 "mov $0x38f, %%ecx\n\t"
-                 "xor %%eax, %%eax\n\t"
-                 "xor %%edx, %%edx\n\t"
-                 "wrmsr\n\t"
+                 ASM_DISABLE_ALL
                  : : [lo] "r"((u32)enable), [hi] "r"((u32)(enable >> 32)),
                    [n] "r"(n)
                  : "rax", "rbx", "rcx", "rdx", "memory");
@@ -363,21 +376,12 @@ static u64 status_after(u64 k, u64 m)
     wrmsr(MSR_IA32_PERFEVTSEL0, 0x4200c0);
     wrmsr(MSR_IA32_PMC0, -k);
     wrmsr(MSR_IA32_PERF_GLOBAL_OVF_CTRL, 1);
-    asm volatile("mov $0x38f, %%ecx\n\t"
-                 "mov $1, %%eax\n\t"
-                 "xor %%edx, %%edx\n\t"
-                 "wrmsr\n\t"
-                 "mov %[m], %%rbx\n\t"
-                 "1: dec %%rbx\n\t"
-                 "jnz 1b\n\t"
+    asm volatile(ASM_ENABLE_PMC0_LOOP
                  "mov $0x38e, %%ecx\n\t"
                  "rdmsr\n\t"
                  "mov %%eax, %[lo]\n\t"
                  "mov %%edx, %[hi]\n\t"
-                 "mov $0x38f, %%ecx\n\t"
-                 "xor %%eax, %%eax\n\t"
-                 "xor %%edx, %%edx\n\t"
-                 "wrmsr\n\t"
+                 ASM_DISABLE_ALL
                  : [lo] "=&r"(lo), [hi] "=&r"(hi) : [m] "r"(m)
                  : "rax", "rbx", "rcx", "rdx", "memory");
     return (u64)hi << 32 | lo;
@@ -444,20 +448,11 @@ static void pmi_run(u64 k, u64 m)
     pmi_count = 0;
     pmi_rip = 0;
     asm volatile("sti\n\t"
-                 "mov $0x38f, %%ecx\n\t"
-                 "mov $1, %%eax\n\t"
-                 "xor %%edx, %%edx\n\t"
-                 "wrmsr\n\t"
-                 "mov %[m], %%rbx\n\t"
-                 "1: dec %%rbx\n\t"
-                 "jnz 1b\n\t"
+                 ASM_ENABLE_PMC0_LOOP
                  ".globl pmi_a\npmi_a: nop\n\t"
                  ".globl pmi_b\npmi_b: nop\n\t"
                  ".globl pmi_c\npmi_c: cli\n\t"
-                 "mov $0x38f, %%ecx\n\t"
-                 "xor %%eax, %%eax\n\t"
-                 "xor %%edx, %%edx\n\t"
-                 "wrmsr\n\t"
+                 ASM_DISABLE_ALL
                  : : [m] "r"(m) : "rax", "rbx", "rcx", "rdx", "memory");
 }
 
