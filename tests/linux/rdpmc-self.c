@@ -17,6 +17,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+/* volatile: the kernel updates the page while the program reads it */
 static volatile struct perf_event_mmap_page *pc;
 
 static uint64_t rdpmc(uint32_t counter)
@@ -35,7 +36,7 @@ static uint64_t self_count(void)
 
     do {
         seq = pc->lock;
-        asm volatile("" ::: "memory");
+        asm volatile("" : : : "memory");
         idx = pc->index;
         count = pc->offset;
         if (pc->cap_user_rdpmc && idx) {
@@ -45,7 +46,7 @@ static uint64_t self_count(void)
             pmc >>= 64 - pc->pmc_width;
             count += pmc;
         }
-        asm volatile("" ::: "memory");
+        asm volatile("" : : : "memory");
     } while (pc->lock != seq);
     return count;
 }

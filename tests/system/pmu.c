@@ -290,8 +290,10 @@ static void test_counting_os(void)
     u64 v[7];
     unsigned i;
 
-    /* INST_RETIRED, BR_INST_RETIRED.CONDITIONAL and .NEAR_CALL, core
-     * cycles, all OS; the fixed counters OS */
+    /*
+     * INST_RETIRED, BR_INST_RETIRED.CONDITIONAL and .NEAR_CALL, core
+     * cycles, all OS; the fixed counters OS
+     */
     wrmsr(MSR_IA32_PERFEVTSEL0, 0x4200c0);
     wrmsr(MSR_IA32_PERFEVTSEL0 + 1, 0x4201c4);
     wrmsr(MSR_IA32_PERFEVTSEL0 + 2, 0x4202c4);
@@ -341,8 +343,10 @@ static void test_counting_usr(void)
 {
     u64 a[4], b[4];
 
-    /* INST_RETIRED USR, conditional branches USR, INST_RETIRED OS;
-     * FIXED_CTR0 USR */
+    /*
+     * INST_RETIRED USR, conditional branches USR, INST_RETIRED OS;
+     * FIXED_CTR0 USR
+     */
     wrmsr(MSR_IA32_PERFEVTSEL0, 0x4100c0);
     wrmsr(MSR_IA32_PERFEVTSEL0 + 1, 0x4101c4);
     wrmsr(MSR_IA32_PERFEVTSEL0 + 2, 0x4200c0);
@@ -426,7 +430,9 @@ static void test_overflow(void)
 #define PMI_VECTOR      0x51
 #define APIC_LVTPC      0x340
 
+/* labels of the asm in pmi_run() */
 extern const char pmi_a[], pmi_b[], pmi_c[];
+/* volatile: written by the interrupt handler, read by the test */
 static volatile unsigned long pmi_rip;
 static volatile unsigned pmi_count;
 static volatile u64 pmi_status;
