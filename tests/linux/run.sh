@@ -318,6 +318,9 @@ perf_boot() {
     why=$(boot_verdict "$qstatus" "$boot_timeout" "$ev" "$log")
     check "$(result test -z "$why")" "perf guest ($1) boots, runs perf stat and perf record and powers off$why"
     grep '^@@error' <<<"$ev" | head -n 5 || true
+    # without it the kernel's per-tick sample limit can drop periods
+    rate=$(sed -n 's/^@@rate //p' <<<"$ev")
+    check "$(result test "$rate" = 1000000)" "perf guest ($1): init-perf raised perf_event_max_sample_rate to 1000000 (got ${rate:-nothing})"
 }
 # perf_count RUN EVENT: what perf printed for EVENT in run RUN of the
 # last perf_boot ("@@stat RUN COUNT,,EVENT,...")
