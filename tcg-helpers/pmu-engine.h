@@ -98,6 +98,13 @@ typedef enum PmuStatus {
  */
 void pmu_reset(const PmuProfile *p, const PmuRegs *r);
 
+/*
+ * Whether @msr is one of the performance-monitoring MSRs, which RDMSR
+ * and WRMSR below answer with PMU_DONE or PMU_GP: the caller can leave
+ * every other MSR alone without preparing the registers
+ */
+bool pmu_owns_msr(const PmuProfile *p, uint32_t msr);
+
 /* RDMSR and WRMSR of @msr at CPL 0 */
 PmuStatus pmu_rdmsr(const PmuProfile *p, const PmuRegs *r, uint32_t msr,
                     uint64_t *val);

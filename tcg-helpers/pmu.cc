@@ -286,6 +286,13 @@ void pmu_reset(const PmuProfile *p, const PmuRegs *r)
     *r->global_ctrl = bits(p->num_gp);
 }
 
+bool pmu_owns_msr(const PmuProfile *p, uint32_t msr)
+{
+    unsigned i = 0;
+
+    return decode(p, msr, &i) != Reg::kNotMine;
+}
+
 PmuStatus pmu_rdmsr(const PmuProfile *p, const PmuRegs *r, uint32_t msr,
                     uint64_t *val)
 {

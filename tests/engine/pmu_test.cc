@@ -141,12 +141,20 @@ TEST(PmuMsr, MsrsTheProfileLacksRaiseGp)
                          0x391u, 0x392u}) {
         EXPECT_EQ(pmu_rdmsr(nehalem(), &s.r, msr, &v), PMU_GP) << msr;
         EXPECT_EQ(pmu_wrmsr(nehalem(), &s.r, msr, 0), PMU_GP) << msr;
+        EXPECT_TRUE(pmu_owns_msr(nehalem(), msr)) << msr;
     }
     // not performance-monitoring MSRs: the caller's
     for (uint32_t msr : {0xc0u, 0xc9u, 0x185u, 0x18eu, 0x308u, 0x30du,
                          0x38cu, 0x393u, 0x4c0u, 0x4c9u, 0x1d9u}) {
         EXPECT_EQ(pmu_rdmsr(nehalem(), &s.r, msr, &v), PMU_NOT_MINE) << msr;
         EXPECT_EQ(pmu_wrmsr(nehalem(), &s.r, msr, 0), PMU_NOT_MINE) << msr;
+        EXPECT_FALSE(pmu_owns_msr(nehalem(), msr)) << msr;
+    }
+    // the profile's own: PMC0-3, PERFEVTSEL0-3, FIXED_CTR0-2,
+    // PERF_CAPABILITIES, FIXED_CTR_CTRL, GLOBAL_STATUS, CTRL, OVF_CTRL
+    for (uint32_t msr : {0xc1u, 0xc4u, 0x186u, 0x189u, 0x309u, 0x30bu,
+                         0x345u, 0x38du, 0x38eu, 0x38fu, 0x390u}) {
+        EXPECT_TRUE(pmu_owns_msr(nehalem(), msr)) << msr;
     }
 }
 

@@ -226,10 +226,7 @@ void helper_pmu_tb_slow(CPUX86State *env, uint64_t inc0, uint64_t inc1,
         }
         until = pmu_until_overflow(p, &regs, fixed, i);
         if (v >= until) {
-            /* only a branch's event is counted at the last instruction */
-            bool br = x86_pmu_events(env->prof, c, user, 1, 0) == 0;
-
-            k = MIN(k, pmu_event_insn(br ? PMU_SRC_BRANCH : PMU_SRC_INSN,
+            k = MIN(k, pmu_event_insn(x86_pmu_source(env->prof, c, user),
                                       until, n));
         }
         armed = MIN(until - 1, PMU_FIELD_MAX);
