@@ -33,6 +33,10 @@
 #define PMU_MSR_GLOBAL_STATUS_SET 0x391 /* version 4 */
 #define PMU_MSR_GLOBAL_INUSE 0x392      /* version 4 */
 #define PMU_MSR_A_PMC0 0x4c1            /* IA32_A_PMC0 .. 7, full width */
+#define PMU_MSR_DEBUGCTL 0x1d9          /* IA32_DEBUGCTL */
+
+/* IA32_DEBUGCTL's flag that freezes the counters on a PMI (SDM 18.5.3.1) */
+#define PMU_DEBUGCTL_FREEZE_PERFMON_ON_PMI (1ull << 12)
 
 /* How many of each the architecture has room for at those addresses */
 #define PMU_ARCH_GP 8
@@ -84,6 +88,7 @@ typedef struct PmuRegs {
     uint64_t *fixed_ctr_ctrl; /* IA32_FIXED_CTR_CTRL */
     uint64_t *global_ctrl;    /* IA32_PERF_GLOBAL_CTRL */
     uint64_t *global_status;  /* IA32_PERF_GLOBAL_STATUS */
+    uint64_t *debugctl;       /* IA32_DEBUGCTL */
 } PmuRegs;
 
 typedef enum PmuStatus {
@@ -194,6 +199,15 @@ bool pmu_add(const PmuProfile *p, const PmuRegs *r, bool fixed, unsigned i,
  */
 void pmu_sub(const PmuProfile *p, const PmuRegs *r, bool fixed, unsigned i,
              uint64_t n);
+
+/*
+ * A counter whose controls ask for a PMI overflowed: the PMI is requested.
+ * With IA32_DEBUGCTL.FREEZE_PERFMON_ON_PMI the enable bits of
+ * IA32_PERF_GLOBAL_CTRL are cleared (SDM 18.5.3.1), so that nothing
+ * after the instruction that overflowed counts.  Returns whether the
+ * counters' controls changed.
+ */
+bool pmu_pmi_request(const PmuProfile *p, const PmuRegs *r);
 
 /*
  * The cost model of the cycle sources (today's, as LWP's clock events,

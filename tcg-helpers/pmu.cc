@@ -33,6 +33,11 @@ struct PmuProfile {
     // IA32_PERF_GLOBAL_OVF_CTRL bits beyond the counters' (SDM 18.17 for
     // the Core i7: 61 uncore, 62 DS buffer, 63 CondChgd)
     uint64_t ovf_ctrl_extra;
+    // IA32_DEBUGCTL's defined bits (Vol. 3C, Table 35-2 for the Core i7:
+    // LBR, BTF, TR, BTS, BTINT, BTS_OFF_OS, BTS_OFF_USR,
+    // FREEZE_LBRS_ON_PMI, FREEZE_PERFMON_ON_PMI, ENABLE_UNCORE_PMI; not
+    // FREEZE_WHILE_SMM, which needs PERF_CAPABILITIES[12])
+    uint64_t debugctl_valid;
 };
 
 namespace
@@ -54,12 +59,18 @@ namespace
 constexpr PmuProfile kNehalem = {
     "Nehalem", 3, 4, 48, 3, 48, 7, 0, 0x1c3,
     (uint64_t{1} << 61) | (uint64_t{1} << 62) | (uint64_t{1} << 63),
+    0x3fc3,
 };
 
 // IA32_PERFEVTSELx: bits 31:0 are defined in version 3 (event select,
 // unit mask, USR, OS, E, PC, INT, AnyThread, EN, INV, CMASK; SDM 18.13),
 // bits 63:32 are reserved
 constexpr uint64_t kEvtselValid = bits(32);
+
+// The IA32_DEBUGCTL flags that are modelled: the rest of the defined bits
+// belong to the branch-recording facilities (LBR, BTF, BTS), not modelled
+// yet: writes to them are ignored and they read 0, as without a PMU
+constexpr uint64_t kDebugctlModelled = PMU_DEBUGCTL_FREEZE_PERFMON_ON_PMI;
 
 uint64_t counter_mask(const PmuProfile *p, bool fixed)
 {
@@ -93,6 +104,7 @@ enum class Reg {
     kStatus,
     kCtrl,
     kOvfCtrl,
+    kDebugctl,
 };
 
 // @msr as a register of @p, and its counter index in *@index
@@ -130,6 +142,8 @@ Reg decode(const PmuProfile *p, uint32_t msr, unsigned *index)
         return Reg::kCtrl;
     case PMU_MSR_GLOBAL_OVF_CTRL:
         return Reg::kOvfCtrl;
+    case PMU_MSR_DEBUGCTL:
+        return Reg::kDebugctl;
     case PMU_MSR_GLOBAL_STATUS_SET:
     case PMU_MSR_GLOBAL_INUSE:
         return p->version >= 4 ? Reg::kNotMine : Reg::kAbsent;
@@ -279,6 +293,7 @@ void pmu_reset(const PmuProfile *p, const PmuRegs *r)
     }
     *r->fixed_ctr_ctrl = 0;
     *r->global_status = 0;
+    *r->debugctl = 0;
     // At RESET the general-purpose counters' enable bits are set, so that
     // software written for version 1 counts without knowing of this
     // register (SDM 18.13; KVM does the same); the fixed counters' are
@@ -329,6 +344,9 @@ PmuStatus pmu_rdmsr(const PmuProfile *p, const PmuRegs *r, uint32_t msr,
         // write-only in effect: its bits clear the status (SDM 18.13),
         // and it reads 0, as KVM's does
         *val = 0;
+        break;
+    case Reg::kDebugctl:
+        *val = *r->debugctl;
         break;
     }
     return PMU_DONE;
@@ -391,6 +409,12 @@ PmuStatus pmu_wrmsr(const PmuProfile *p, const PmuRegs *r, uint32_t msr,
             return PMU_GP;
         }
         *r->global_status &= ~val;
+        break;
+    case Reg::kDebugctl:
+        if (val & ~p->debugctl_valid) {
+            return PMU_GP;
+        }
+        *r->debugctl = val & kDebugctlModelled;
         break;
     }
     return PMU_DONE;
@@ -487,6 +511,16 @@ void pmu_sub(const PmuProfile *p, const PmuRegs *r, bool fixed, unsigned i,
         *r->global_status &= ~(uint64_t{1} << (fixed ? 32 + i : i));
     }
     *value = (*value - n) & counter_mask(p, fixed);
+}
+
+bool pmu_pmi_request(const PmuProfile *, const PmuRegs *r)
+{
+    if (!(*r->debugctl & PMU_DEBUGCTL_FREEZE_PERFMON_ON_PMI) ||
+        !*r->global_ctrl) {
+        return false;
+    }
+    *r->global_ctrl = 0;
+    return true;
 }
 
 uint32_t pmu_block_events(unsigned source, uint32_t n, bool branch)

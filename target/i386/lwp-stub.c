@@ -206,6 +206,11 @@ void pmu_reset(const PmuProfile *p, const PmuRegs *r)
     g_assert_not_reached();
 }
 
+bool pmu_owns_msr(const PmuProfile *p, uint32_t msr)
+{
+    g_assert_not_reached();
+}
+
 PmuStatus pmu_rdmsr(const PmuProfile *p, const PmuRegs *r, uint32_t msr,
                     uint64_t *val)
 {
@@ -263,6 +268,11 @@ bool pmu_add(const PmuProfile *p, const PmuRegs *r, bool fixed, unsigned i,
 
 void pmu_sub(const PmuProfile *p, const PmuRegs *r, bool fixed, unsigned i,
              uint64_t n)
+{
+    g_assert_not_reached();
+}
+
+bool pmu_pmi_request(const PmuProfile *p, const PmuRegs *r)
 {
     g_assert_not_reached();
 }

@@ -25,7 +25,9 @@ struct Regs {
     uint64_t fixed_ctrl = 0;
     uint64_t global_ctrl = 0;
     uint64_t global_status = 0;
-    PmuRegs r = {gp, evtsel, fixed, &fixed_ctrl, &global_ctrl, &global_status};
+    uint64_t debugctl = 0;
+    PmuRegs r = {gp,           evtsel,         fixed,    &fixed_ctrl,
+                 &global_ctrl, &global_status, &debugctl};
 };
 
 const PmuProfile *nehalem()
@@ -145,7 +147,7 @@ TEST(PmuMsr, MsrsTheProfileLacksRaiseGp)
     }
     // not performance-monitoring MSRs: the caller's
     for (uint32_t msr : {0xc0u, 0xc9u, 0x185u, 0x18eu, 0x308u, 0x30du,
-                         0x38cu, 0x393u, 0x4c0u, 0x4c9u, 0x1d9u}) {
+                         0x38cu, 0x393u, 0x4c0u, 0x4c9u, 0x1dau}) {
         EXPECT_EQ(pmu_rdmsr(nehalem(), &s.r, msr, &v), PMU_NOT_MINE) << msr;
         EXPECT_EQ(pmu_wrmsr(nehalem(), &s.r, msr, 0), PMU_NOT_MINE) << msr;
         EXPECT_FALSE(pmu_owns_msr(nehalem(), msr)) << msr;
@@ -156,6 +158,47 @@ TEST(PmuMsr, MsrsTheProfileLacksRaiseGp)
                          0x345u, 0x38du, 0x38eu, 0x38fu, 0x390u}) {
         EXPECT_TRUE(pmu_owns_msr(nehalem(), msr)) << msr;
     }
+}
+
+TEST(PmuMsr, DebugctlFreezePerfmonOnPmi)
+{
+    Regs s;
+    uint64_t v = 1;
+    pmu_reset(nehalem(), &s.r);
+    ASSERT_EQ(pmu_rdmsr(nehalem(), &s.r, 0x1d9, &v), PMU_DONE);
+    EXPECT_EQ(v, 0u);
+    // FREEZE_PERFMON_ON_PMI, bit 12, reads back
+    ASSERT_EQ(pmu_wrmsr(nehalem(), &s.r, 0x1d9, 0x1000), PMU_DONE);
+    ASSERT_EQ(pmu_rdmsr(nehalem(), &s.r, 0x1d9, &v), PMU_DONE);
+    EXPECT_EQ(v, 0x1000u);
+    // reserved on the Core i7 (Vol. 3C, Table 35-2): 5:2, 14 without
+    // PERF_CAPABILITIES[12] (0x1c3), 63:15
+    for (unsigned bit : {2u, 3u, 4u, 5u, 14u, 15u, 31u, 32u, 63u}) {
+        EXPECT_EQ(pmu_wrmsr(nehalem(), &s.r, 0x1d9, uint64_t{1} << bit),
+                  PMU_GP)
+            << bit;
+    }
+    EXPECT_EQ(s.debugctl, 0x1000u);
+    // the branch-recording flags (0, 1, 6-11, 13) are defined, so they do
+    // not raise #GP; they are not modelled and read 0
+    ASSERT_EQ(pmu_wrmsr(nehalem(), &s.r, 0x1d9, 0x2fc3), PMU_DONE);
+    ASSERT_EQ(pmu_rdmsr(nehalem(), &s.r, 0x1d9, &v), PMU_DONE);
+    EXPECT_EQ(v, 0u);
+}
+
+TEST(PmuOverflow, PmiRequestFreezesTheCountersWhenAsked)
+{
+    Regs s;
+    // without FREEZE_PERFMON_ON_PMI, nothing changes
+    s.global_ctrl = 0x70000000full;
+    EXPECT_FALSE(pmu_pmi_request(nehalem(), &s.r));
+    EXPECT_EQ(s.global_ctrl, 0x70000000full);
+    // with it, every enable bit of IA32_PERF_GLOBAL_CTRL is cleared (SDM
+    // 18.5.3.1), general-purpose and fixed alike
+    s.debugctl = 0x1000;
+    EXPECT_TRUE(pmu_pmi_request(nehalem(), &s.r));
+    EXPECT_EQ(s.global_ctrl, 0u);
+    EXPECT_FALSE(pmu_pmi_request(nehalem(), &s.r));
 }
 
 TEST(PmuMsr, EventSelectReservedBitsRaiseGp)

@@ -435,12 +435,14 @@ extern const char pmi_a[], pmi_b[], pmi_c[];
 /* volatile: written by the interrupt handler, read by the test */
 static volatile unsigned long pmi_rip;
 static volatile unsigned pmi_count;
-static volatile u64 pmi_status;
+static volatile u64 pmi_status, pmi_pmc0, pmi_ctrl;
 
 static void pmi_handler(struct ex_regs *regs)
 {
     pmi_rip = regs->rip;
     pmi_count++;
+    pmi_pmc0 = rdmsr(MSR_IA32_PMC0);
+    pmi_ctrl = rdmsr(MSR_IA32_PERF_GLOBAL_CTRL);
     pmi_status = rdmsr(MSR_IA32_PERF_GLOBAL_STATUS);
     apic_write(APIC_EOI, 0);
 }
@@ -561,6 +563,47 @@ static void test_sampling(void)
            "... one NMI per whole period (%lu and %lu instructions)",
            (unsigned long)total1, (unsigned long)total2);
     apic_write(APIC_LVTPC, APIC_LVT_MASKED);
+}
+
+/*
+ * IA32_DEBUGCTL.FREEZE_PERFMON_ON_PMI (bit 12) clears the enable bits of
+ * IA32_PERF_GLOBAL_CTRL on the PMI request (SDM 18.5.3.1): PMC0, which
+ * overflowed to 0 at the k-th instruction, still reads 0 in the handler,
+ * and GLOBAL_CTRL reads 0.  Without it, PMC0 counts the handler's
+ * instructions before its RDMSR.  The bits Table 35-2 reserves raise #GP.
+ */
+#define MSR_IA32_DEBUGCTL       0x1d9
+
+static void test_freeze(void)
+{
+    u64 v = 0;
+
+    bool ok = !wrmsr_safe(MSR_IA32_DEBUGCTL, 1ull << 12) &&
+              !rdmsr_safe(MSR_IA32_DEBUGCTL, &v);
+
+    report(ok && v == 1ull << 12,
+           "DEBUGCTL := FREEZE_PERFMON_ON_PMI - expect kept (got %lx)",
+           (unsigned long)v);
+    report(wrmsr_safe(MSR_IA32_DEBUGCTL, 1ull << 14) &&
+           wrmsr_safe(MSR_IA32_DEBUGCTL, 1ull << 2) &&
+           wrmsr_safe(MSR_IA32_DEBUGCTL, 1ull << 15),
+           "DEBUGCTL bits 14 (no PERF_CAPABILITIES[12]), 2 and 15 - "
+           "expect #GP");
+    handle_irq(PMI_VECTOR, pmi_handler);
+    pmi_run(102, 50);
+    report(pmi_count == 1 && pmi_rip == (unsigned long)pmi_b &&
+           pmi_pmc0 == 0 && pmi_ctrl == 0,
+           "PMI with FREEZE_PERFMON_ON_PMI - expect RIP pmi_b, PMC0 0 and "
+           "GLOBAL_CTRL 0 in the handler (got %u, RIP %lx, PMC0 %lx, "
+           "GLOBAL_CTRL %lx)", pmi_count, pmi_rip, (unsigned long)pmi_pmc0,
+           (unsigned long)pmi_ctrl);
+    wrmsr(MSR_IA32_DEBUGCTL, 0);
+    pmi_run(102, 50);
+    report(pmi_count == 1 && pmi_pmc0 > 0 && pmi_ctrl == 1,
+           "PMI without it - expect PMC0 counting on in the handler and "
+           "GLOBAL_CTRL 1 (got %u, PMC0 %lx, GLOBAL_CTRL %lx)", pmi_count,
+           (unsigned long)pmi_pmc0, (unsigned long)pmi_ctrl);
+    wrmsr(MSR_IA32_PERF_GLOBAL_OVF_CTRL, 1);
 }
 
 /*
@@ -693,6 +736,7 @@ int pmu_main(bool pmu)
         test_counting_usr();
         test_overflow();
         test_pmi();
+        test_freeze();
         test_sampling();
         test_pmi_cpl_change();
     } else {

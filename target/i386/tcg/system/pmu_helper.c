@@ -75,11 +75,18 @@ static bool pmu_sync(CPUX86State *env)
     return pmi;
 }
 
-/* The PMI, through the local APIC's LVT performance counter entry */
+/*
+ * The PMI, through the local APIC's LVT performance counter entry, after
+ * the counters froze if IA32_DEBUGCTL asks for it
+ */
 static void pmu_pmi(CPUX86State *env)
 {
     X86CPU *cpu = env_archcpu(env);
+    PmuRegs regs = x86_pmu_regs(env);
 
+    if (pmu_pmi_request(cpu->pmu_profile, &regs)) {
+        cpu_sync_prof(env);
+    }
     trace_pmu_pmi(env_cpu(env)->cpu_index, env->msr_global_status);
     if (cpu->apic_state) {
         BQL_LOCK_GUARD();
