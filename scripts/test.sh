@@ -97,6 +97,7 @@ has user && layer_script user "$TOP/tests/user/run.sh" "$BUILD/qemu-x86_64"
 has system && layer_script system "$TOP/tests/system/run.sh" "$BUILD/qemu-system-x86_64"
 has migration && layer_script migration "$TOP/tests/migration/run.sh" "$BUILD/qemu-system-x86_64"
 has linux && layer_script linux "$TOP/tests/linux/run.sh" "$BUILD/qemu-system-x86_64"
+has linux && layer_script quickstart "$TOP/tests/linux/quickstart.sh" "$BUILD/qemu-system-x86_64"
 has prof && layer_script prof "$TOP/tools/lwp-prof/tests/run.sh" "$BUILD/qemu-x86_64"
 
 if has qtest; then
