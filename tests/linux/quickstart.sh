@@ -177,11 +177,19 @@ log=$out/user-2.log
 line=$(tr -d '\r' <"$log" 2>/dev/null | grep '^Flags without a barrier' || true)
 check "$(result grep -q ', with one 0x4$' <<<"$line")" "llwpcb-flags under max,+lwp,-lwp-dme: Flags 0x4 after the barrier (${line:-no output})"
 
-# 4. The conformance programs: every summary of the page's list, no FAIL
+# 4. The conformance programs: every subcommand of lwp-linux but the
+# stress run is in the page's list, each summary says 0 failed, no FAIL
+mapfile -t want < <(sed -n 's/.*usage: lwp-linux \([a-z|]*\).*/\1/p' "$TOP/tests/linux/lwp-linux.c" |
+    tr '|' '\n' | grep -vx stress)
+# shellcheck disable=SC2016
+read -r -a listed < <(sed -n 's/^for t in \(.*\); do lwp-linux \$t; done$/\1/p' "$out/page.sh")
+missing=$(comm -23 <(printf '%s\n' "${want[@]}" | sort) <(printf '%s\n' "${listed[@]}" | sort) | paste -sd' ')
+check "$(result test ${#want[@]} -gt 0 -a -z "$missing")" \
+    "conformance: the page runs every subcommand of lwp-linux's usage line but stress (${listed[*]:-none}${missing:+; missing: $missing})"
 log=$out/boot-2.log
 if [ -f "$log" ]; then
     check "$(result grep -q '^qs_boot 2: exit status 0$' "$out/status")" "conformance: QEMU exits by itself"
-    for name in selfprof two coreid ptrace core badcb nolwp lwp-sigabi; do
+    for name in "${listed[@]}" lwp-sigabi; do
         line=$(tr -d '\r' <"$log" | grep -a "^$name: [0-9]* passed, [0-9]* failed" || true)
         check "$(result grep -q ' passed, 0 failed' <<<"$line")" "conformance: ${line:-$name printed no summary}"
     done
@@ -190,4 +198,11 @@ if [ -f "$log" ]; then
 else
     check 1 "conformance: the page boots the programs (no $log)"
 fi
+
+# 5. The monitor section's long run boots and passes (info lwp itself is
+# typed by hand)
+log=$out/boot-3.log
+line=$(tr -d '\r' <"$log" 2>/dev/null | grep -a '^selfprof: [0-9]* passed, [0-9]* failed' || true)
+check "$(result grep -q '^qs_boot 3: exit status 0$' "$out/status")" "monitor section: QEMU exits by itself"
+check "$(result grep -q ' passed, 0 failed' <<<"$line")" "monitor section: ${line:-selfprof printed no summary}"
 finish
