@@ -14,6 +14,7 @@
 # touch; build/linux-obj is configured again only when linux/lwp.config
 # changed.  ccache as for QEMU.  A build/linux-src with a .git directory is
 # a development tree (scripts/linux-devel.sh) and is left as it is.
+# Concurrent runs wait for each other (flock on build/linux-build.lock).
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
 
@@ -74,6 +75,12 @@ prepare_tree() {
     echo "$stamp" >"$LSRC/.qemu-lwp-stamp"
     log "prepared $LSRC ($(patches | wc -l) patches)"
 }
+
+# One build at a time: two makes in one O= directory delete each other's
+# dependency files (fixdep: "error opening file ... .o.d")
+mkdir -p "$BUILD"
+exec 9>"$BUILD/linux-build.lock"
+flock 9
 
 [ -d "$LSRC/.git" ] || prepare_tree
 

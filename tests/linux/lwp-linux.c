@@ -15,7 +15,12 @@
  *   lwp-linux core          ... and from the child's core dump
  *   lwp-linux badcb         a bad LWPCB gets SIGSEGV, nothing else happens
  *   lwp-linux nolwp         arch_prctl(ARCH_SET_LWP, 0) takes LWP away from
- *                           one thread, its children and what it execs
+ *                           one thread, its children and what it execs;
+ *                           LWPINS still stores its record (spec 5.1)
+ *   lwp-linux hostile       component 62 forged in a signal frame and
+ *                           through PTRACE_SETREGSET: refused when its
+ *                           LWPCB or ring is outside user space or a
+ *                           reserved field is not zero
  *
  * Expected values come from the spec (AMD 43724) and from counting the
  * instructions of the asm below, never from a run.
@@ -511,6 +516,173 @@ static int cmd_badcb(void)
     return 0;
 }
 
+/*
+ * hostile: LWP state (component 62) forged by the program itself.  XRSTOR
+ * at CPL 0 loads LWPCBAddress and BufferBase without the checks it makes
+ * at CPL 3 (spec 7.4), so the kernel must refuse component 62 from user
+ * space whose LWPCB or ring is not in user space, or whose reserved fields
+ * (spec 7.2, Table 7-1) are not zero: rt_sigreturn with SIGSEGV (si_code
+ * SI_KERNEL, as for any bad frame) and PTRACE_SETREGSET with EINVAL.
+ */
+struct forge {
+    const char *what;
+    unsigned off, width;        /* within component 62 */
+    uint64_t val;
+    int or_in;                  /* OR val into the field instead */
+    int refused;
+};
+
+#define KADDR 0xffff888000000000ull     /* the kernel's direct map */
+
+static const struct forge forges[] = {
+    { "the frame as the kernel wrote it", 0, 0, 0, 0, 0 },
+    { "LWPCBAddress in the kernel", 0, 8, KADDR, 0, 1 },
+    { "LWPCBAddress non-canonical", 0, 8, 0x8000000000000000ull, 0, 1 },
+    { "BufferBase in the kernel", 16, 8, KADDR, 0, 1 },
+    { "BufferBase at the top of the address space", 16, 8,
+      0xfffffffffffffc00ull, 0, 1 },
+    { "Flags bit 0 (reserved)", 8, 4, 1, 1, 1 },
+    { "Flags bit 31 (reserved)", 8, 4, 0x80000000u, 1, 1 },
+    { "BufferSize bit 28 (reserved)", 24, 4, 0x10000000u, 1, 1 },
+    { "EventCounter7 (reserved)", 88, 4, 1, 0, 1 },
+    { "EventCounter16 (reserved)", 124, 4, 1, 0, 1 },
+    { "EventCounter2 changed (allowed)", 68, 4, 5000, 0, 0 },
+};
+
+static void forge_apply(uint8_t *xsave, const struct forge *f)
+{
+    uint32_t a, b, c, d;
+    uint8_t *p;
+
+    __cpuid_count(0xd, 62, a, b, c, d);
+    (void)a;
+    (void)c;
+    (void)d;
+    p = xsave + b + f->off;
+    if (f->width == 8) {
+        uint64_t v;
+
+        memcpy(&v, p, 8);
+        v = f->or_in ? v | f->val : f->val;
+        memcpy(p, &v, 8);
+    } else if (f->width == 4) {
+        uint32_t v;
+
+        memcpy(&v, p, 4);
+        v = f->or_in ? v | (uint32_t)f->val : (uint32_t)f->val;
+        memcpy(p, &v, 4);
+    }
+}
+
+static const struct forge *forging;
+
+static void on_usr1_forge(int sig, siginfo_t *si, void *ucv)
+{
+    ucontext_t *uc = ucv;
+
+    (void)sig;
+    (void)si;
+    if (!frame_lwpcb(uc)) {
+        _exit(30);              /* the frame has no LWP state */
+    }
+    forge_apply((uint8_t *)uc->uc_mcontext.fpregs, forging);
+}
+
+static void on_segv_forge(int sig, siginfo_t *si, void *uc)
+{
+    (void)sig;
+    (void)uc;
+    _exit(si->si_code == SI_KERNEL ? 20 : 21);
+}
+
+static int cmd_hostile(void)
+{
+    static uint8_t xs[8192], ys[8192];
+    struct iovec iov = { xs, sizeof(xs) };
+    struct prof p;
+    size_t i, n = sizeof(forges) / sizeof(forges[0]);
+    int status, fd[2];
+    pid_t pid;
+
+    /* rt_sigreturn, one child per forgery */
+    for (i = 0; i < n; i++) {
+        const struct forge *f = &forges[i];
+
+        fflush(stdout);
+        pid = fork();
+        if (pid == 0) {
+            struct sigaction sa;
+
+            memset(&sa, 0, sizeof(sa));
+            sa.sa_sigaction = on_usr1_forge;
+            sa.sa_flags = SA_SIGINFO;
+            sigaction(SIGUSR1, &sa, NULL);
+            sa.sa_sigaction = on_segv_forge;
+            sigaction(SIGSEGV, &sa, NULL);
+            forging = f;
+            prof_init(&p, 32, 8, 0);
+            __llwpcb(p.cb);
+            raise(SIGUSR1);
+            _exit(__slwpcb() == p.cb ? 0 : 1);
+        }
+        waitpid(pid, &status, 0);
+        if (f->refused) {
+            report(WIFEXITED(status) && WEXITSTATUS(status) == 20,
+                   "hostile: rt_sigreturn of a frame with %s: SIGSEGV "
+                   "SI_KERNEL, the frame refused (status 0x%x)", f->what,
+                   status);
+        } else {
+            report(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+                   "hostile: rt_sigreturn of a frame with %s: returns, LWP "
+                   "still on with the LWPCB (status 0x%x)", f->what, status);
+        }
+    }
+
+    /* PTRACE_SETREGSET NT_X86_XSTATE of a stopped child */
+    if (pipe(fd)) {
+        return report(0, "hostile: a pipe");
+    }
+    pid = fork();
+    if (pid == 0) {
+        prof_init(&p, 32, 8, 0);
+        ptrace(PTRACE_TRACEME, 0, NULL, NULL);
+        __llwpcb(p.cb);
+        raise(SIGSTOP);
+        _exit(__slwpcb() == p.cb ? 0 : 1);
+    }
+    waitpid(pid, &status, 0);
+    if (!WIFSTOPPED(status) ||
+        ptrace(PTRACE_GETREGSET, pid, (void *)NT_X86_XSTATE, &iov)) {
+        kill(pid, SIGKILL);
+        return report(0, "hostile: the child stops and PTRACE_GETREGSET works");
+    }
+    for (i = 1; i < n; i++) {
+        const struct forge *f = &forges[i];
+        struct iovec yv = { ys, iov.iov_len };
+        long r;
+
+        memcpy(ys, xs, iov.iov_len);
+        forge_apply(ys, f);
+        errno = 0;
+        r = ptrace(PTRACE_SETREGSET, pid, (void *)NT_X86_XSTATE, &yv);
+        if (f->refused) {
+            report(r == -1 && errno == EINVAL, "hostile: PTRACE_SETREGSET "
+                   "with %s: EINVAL (got %ld, errno %d)", f->what, r, errno);
+        } else {
+            report(r == 0, "hostile: PTRACE_SETREGSET with %s succeeds "
+                   "(got %ld, errno %d)", f->what, r, errno);
+        }
+    }
+    report(ptrace(PTRACE_SETREGSET, pid, (void *)NT_X86_XSTATE, &iov) == 0,
+           "hostile: PTRACE_SETREGSET of the child's own state succeeds");
+    ptrace(PTRACE_CONT, pid, NULL, NULL);
+    waitpid(pid, &status, 0);
+    report(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+           "hostile: the child goes on with its own LWPCB (status 0x%x)",
+           status);
+    return 0;
+}
+
 /* The kernel series' per-thread switch (docs/linux.md, "The LWP ABI") */
 #define ARCH_GET_LWP 0x1031
 #define ARCH_SET_LWP 0x1032
@@ -547,10 +719,27 @@ static void without_lwp(const char *who, int want_avail)
                "(Flags 0x%08x, head 0x%x)", who, ld32(p.cb + LWPCB_FLAGS),
                ld32(p.cb + LWPCB_HEAD));
     } else {
+        uint64_t ip;
+        uint8_t cf;
+
         report(ld32(p.cb + LWPCB_FLAGS) == 0 && ld32(p.cb + LWPCB_HEAD) == 0 &&
                p.sigio == 0, "%s: LLWPCB clears Flags (spec 5.1: no feature "
                "available), no record, no SIGIO (Flags 0x%08x, head 0x%x)",
                who, ld32(p.cb + LWPCB_FLAGS), ld32(p.cb + LWPCB_HEAD));
+        /*
+         * Spec 5.1: with no available event in Flags, LLWPCB still
+         * enables LWP, for LWPINS; its record is EventId 255 (2.7)
+         */
+        __llwpcb(p.cb);
+        LWPINS64_AT(cf, ip, 0x1234, 0x56, 0x78);
+        report(__slwpcb() == p.cb && ld32(p.cb + LWPCB_HEAD) == REC &&
+               p.ring[LWP_REC_EVENT_ID] == 255 &&
+               ld64(p.ring + LWP_REC_IP) == ip,
+               "%s: LLWPCB still enables LWP and LWPINS stores its record "
+               "(SLWPCB %p, head 0x%x, EventId %u)", who, __slwpcb(),
+               ld32(p.cb + LWPCB_HEAD), p.ring[LWP_REC_EVENT_ID]);
+        (void)cf;
+        __llwpcb(NULL);
     }
 }
 
@@ -638,8 +827,10 @@ int main(int argc, char **argv)
         cmd_badcb();
     } else if (!strcmp(cmd, "nolwp")) {
         cmd_nolwp(argc, argv);
+    } else if (!strcmp(cmd, "hostile")) {
+        cmd_hostile();
     } else {
-        fprintf(stderr, "usage: lwp-linux selfprof|stress|two|coreid|ptrace|core|badcb|nolwp\n");
+        fprintf(stderr, "usage: lwp-linux selfprof|stress|two|coreid|ptrace|core|badcb|nolwp|hostile\n");
         return 2;
     }
     return report_summary(cmd);
