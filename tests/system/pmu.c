@@ -703,6 +703,7 @@ int pmu_monitor_main(void)
     }
     bad |= wrmsr_safe(MSR_IA32_FIXED_CTR_CTRL, fixed_ctrl);
     bad |= wrmsr_safe(MSR_IA32_PERF_GLOBAL_CTRL, ctrl);
+    bad |= wrmsr_safe(MSR_IA32_DEBUGCTL, 1ull << 12);
     report(!bad, "pmu-monitor: every WRMSR - expect no #GP");
     printf("PMUMONITOR");
     for (i = 0; i < 4; i++) {
@@ -716,9 +717,10 @@ int pmu_monitor_main(void)
         printf(" fixed%u=0x%lx", i,
                (unsigned long)rdmsr(MSR_IA32_FIXED_CTR0 + i));
     }
-    printf(" fixedctrl=0x%lx ctrl=0x%lx\n",
+    printf(" fixedctrl=0x%lx ctrl=0x%lx debugctl=0x%lx\n",
            (unsigned long)rdmsr(MSR_IA32_FIXED_CTR_CTRL),
-           (unsigned long)rdmsr(MSR_IA32_PERF_GLOBAL_CTRL));
+           (unsigned long)rdmsr(MSR_IA32_PERF_GLOBAL_CTRL),
+           (unsigned long)rdmsr(MSR_IA32_DEBUGCTL));
     for (;;) {
         asm volatile("cli; hlt");
     }

@@ -15,7 +15,7 @@
 
 typedef struct PmuInfo {
     uint64_t gp[PMU_MAX_GP], evtsel[PMU_MAX_GP], fixed[PMU_MAX_FIXED];
-    uint64_t fixed_ctrl, global_ctrl, global_status;
+    uint64_t fixed_ctrl, global_ctrl, global_status, debugctl;
 } PmuInfo;
 
 /* On the vCPU's thread, between two TBs */
@@ -32,6 +32,7 @@ static void pmu_info_on_cpu(CPUState *cs, run_on_cpu_data data)
     info->fixed_ctrl = env->msr_fixed_ctr_ctrl;
     info->global_ctrl = env->msr_global_ctrl;
     info->global_status = env->msr_global_status;
+    info->debugctl = env->msr_debugctl;
 }
 
 /* pmu-engine.h's PMU_SRC_* */
@@ -92,6 +93,7 @@ static void pmu_info_cpu(Monitor *mon, CPUState *cs,
     monitor_printf(mon, "  GLOBAL_CTRL 0x%" PRIx64 ", GLOBAL_STATUS 0x%"
                    PRIx64 ", FIXED_CTR_CTRL 0x%" PRIx64 "\n",
                    info.global_ctrl, info.global_status, info.fixed_ctrl);
+    monitor_printf(mon, "  DEBUGCTL 0x%" PRIx64 "\n", info.debugctl);
     for (i = 0; i < pmu_num_gp(profile); i++) {
         monitor_printf(mon, "  PMC%u 0x%012" PRIx64 ", PERFEVTSEL%u 0x%"
                        PRIx64 ": ", i, info.gp[i], i, info.evtsel[i]);
