@@ -2,8 +2,9 @@
 # Build unpatched upstream QEMU for bench/qemu-bench.sh: the same Debian
 # orig tarball as scripts/build.sh, unpacked without patches/ or the overlay
 # into build/upstream-src, configured in build/upstream with build.sh's
-# configure options (target list: x86_64-linux-user only), built with ninja
-# and ccache.  Also builds upstream's TCG test plugins libbb.so and
+# configure options (target list: x86_64-linux-user only; with
+# UPSTREAM_SYSTEM=1 also x86_64-softmmu, for bench/pmu-bench.sh), built with
+# ninja and ccache.  Also builds upstream's TCG test plugins libbb.so and
 # libinsn.so (tests/tcg/plugins) and its cache model plugin libcache.so
 # (contrib/plugins).
 #
@@ -16,6 +17,16 @@ set -euo pipefail
 USRC=$BUILD/upstream-src
 UBUILD=$BUILD/upstream
 UTARGETS=x86_64-linux-user
+UBINS=(qemu-x86_64)
+# once configured with the system emulator, the build keeps it
+if grep -qs -- "--target-list=$UTARGETS,x86_64-softmmu'" \
+        "$UBUILD/config.status"; then
+    UPSTREAM_SYSTEM=1
+fi
+if [ "${UPSTREAM_SYSTEM:-0}" = 1 ]; then
+    UTARGETS+=,x86_64-softmmu
+    UBINS+=(qemu-system-x86_64)
+fi
 PLUGINS=(tests/tcg/plugins/libbb.so tests/tcg/plugins/libinsn.so
          contrib/plugins/libcache.so)
 
@@ -34,6 +45,11 @@ fi
 
 export CCACHE_DIR=${CCACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/ccache}
 export CCACHE_BASEDIR=$BUILD
+# configured again, from scratch, when the target list changes
+if [ -f "$UBUILD/config.status" ] &&
+   ! grep -q -- "--target-list=$UTARGETS'" "$UBUILD/config.status"; then
+    rm -rf "$UBUILD"
+fi
 if [ ! -f "$UBUILD/build.ninja" ]; then
     log "configuring upstream QEMU in $UBUILD"
     mkdir -p "$UBUILD"
@@ -60,9 +76,10 @@ if [ -f "$QBUILD/config.status" ] &&
     log "warning: $QBUILD and $UBUILD were configured differently:"
     diff <(configure_args "$QBUILD") <(configure_args "$UBUILD") >&2 || true
 fi
-log "building upstream qemu-x86_64 and plugins (ninja -j$JOBS)"
-ninja -C "$UBUILD" -j"$JOBS" qemu-x86_64 "${PLUGINS[@]}" \
+log "building upstream ${UBINS[*]} and plugins (ninja -j$JOBS)"
+ninja -C "$UBUILD" -j"$JOBS" "${UBINS[@]}" "${PLUGINS[@]}" \
     >"$BUILD/upstream-ninja.log" 2>&1 ||
     { grep -E -B2 -A12 'error|FAILED' "$BUILD/upstream-ninja.log" | head -n 80;
       die "upstream build failed (see $BUILD/upstream-ninja.log)"; }
-log "built $UBUILD/qemu-x86_64 and ${PLUGINS[*]}"
+[ "${UPSTREAM_SYSTEM:-0}" != 1 ] || link_firmware "$UBUILD"
+log "built ${UBINS[*]} and ${PLUGINS[*]} in $UBUILD"

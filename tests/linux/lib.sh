@@ -31,3 +31,31 @@ bad_kernel_lines() {
             print
     }' <<<"$1"
 }
+
+# perf_tree ROOT BUSYBOX PERFDIR: an initramfs tree in ROOT with busybox
+# and Debian's perf from PERFDIR (tests/linux/fetch.sh perf) with the
+# shared libraries it loads, recursively; ROOT/init is the caller's
+perf_tree() {
+    local r=$1 pdir=$3 lib todo=(usr/bin/perf) seen=" " f d
+    mkdir -p "$r/bin" "$r/proc" "$r/sys" "$r/dev" "$r/tmp" \
+        "$r/lib/x86_64-linux-gnu" "$r/lib64"
+    cp "$2" "$r/bin/busybox"
+    cp "$pdir/root/usr/bin/perf" "$r/bin/perf"
+    cp "$pdir/root/lib64/ld-linux-x86-64.so.2" "$r/lib64/" 2>/dev/null ||
+        cp -L "$pdir/root/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2" "$r/lib64/"
+    while [ ${#todo[@]} -gt 0 ]; do
+        f=${todo[0]}
+        todo=("${todo[@]:1}")
+        for lib in $(readelf -d "$pdir/root/$f" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'); do
+            case $seen in *" $lib "*) continue ;; esac
+            seen+="$lib "
+            for d in lib/x86_64-linux-gnu usr/lib/x86_64-linux-gnu; do
+                if [ -e "$pdir/root/$d/$lib" ]; then
+                    cp -L "$pdir/root/$d/$lib" "$r/lib/x86_64-linux-gnu/"
+                    todo+=("$d/$lib")
+                    break
+                fi
+            done
+        done
+    done
+}

@@ -275,32 +275,11 @@ done
 # again with two vCPUs under MTTCG
 echo "=== linux -cpu Nehalem,pmu=on: Debian's perf stat"
 perf_init() { # ROOT: an initramfs tree with perf, its libraries, the loop
-    local r=$1 lib todo=(usr/bin/perf) seen=" " f
-    mkdir -p "$r/bin" "$r/proc" "$r/sys" "$r/dev" "$r/tmp" \
-        "$r/lib/x86_64-linux-gnu" "$r/lib64"
-    cp "$dir/busybox" "$r/bin/busybox"
+    local r=$1
+    perf_tree "$r" "$dir/busybox" "$pdir" || return 1
     cp "$src/init-perf" "$r/init"
     gcc -static -O2 -Wall -o "$r/bin/perf-loop" "$src/perf-loop.c" || return 1
     gcc -static -O2 -Wall -o "$r/bin/rdpmc-self" "$src/rdpmc-self.c" || return 1
-    cp "$pdir/root/usr/bin/perf" "$r/bin/perf"
-    cp "$pdir/root/lib64/ld-linux-x86-64.so.2" "$r/lib64/" 2>/dev/null ||
-        cp -L "$pdir/root/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2" "$r/lib64/"
-    # the shared libraries perf needs, recursively, from the unpacked tree
-    while [ ${#todo[@]} -gt 0 ]; do
-        f=${todo[0]}
-        todo=("${todo[@]:1}")
-        for lib in $(readelf -d "$pdir/root/$f" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'); do
-            case $seen in *" $lib "*) continue ;; esac
-            seen+="$lib "
-            for d in lib/x86_64-linux-gnu usr/lib/x86_64-linux-gnu; do
-                if [ -e "$pdir/root/$d/$lib" ]; then
-                    cp -L "$pdir/root/$d/$lib" "$r/lib/x86_64-linux-gnu/"
-                    todo+=("$d/$lib")
-                    break
-                fi
-            done
-        done
-    done
 }
 # perf_boot NAME SMP ACCEL: the perf guest with -smp SMP -accel ACCEL; its
 # evidence lines in $ev, and one check that it ran to its end

@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# What the Intel PMU costs a guest: the system-mode benchmark of the PMU.
+#
+#   bench/pmu-bench.sh [-n ROUNDS] [-k KIB] [-u] [-o REPORT]
+#
+# Boots Debian 12's own kernel (tests/linux/fetch.sh) with an initramfs of
+# busybox and Debian's perf (bench/pmu-bench-init), which runs busybox
+# gzip -9 and bzip2 -9 of a KIB-KiB input, alone or under perf, and times
+# them by the guest's clock (QEMU without -icount: host time). Each run is
+# one boot. The runs:
+#   off     -cpu Nehalem: no PMU
+#   on      -cpu Nehalem,pmu=on nmi_watchdog=0: no counter enabled; and
+#   stat    the programs under `perf stat` (its default events), and
+#   record  under `perf record -e instructions -c 100003`
+#   wd      -cpu Nehalem,pmu=on: Linux's NMI watchdog keeps a cycles counter
+#           enabled
+#   up      with -u: upstream QEMU 10.0's qemu-system-x86_64 -cpu Nehalem
+#           (scripts/build-upstream.sh with UPSTREAM_SYSTEM=1)
+# Every round boots each once, in a new random order. The report gives
+# medians and ratios. Wall time: run it on a quiet machine. A benchmark,
+# not a test: it checks that every run produced the same output, never
+# how long anything took. docs/benchmarks.md explains each row.
+set -euo pipefail
+TOP=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source-path=SCRIPTDIR source=../scripts/common.sh
+. "$TOP/scripts/common.sh"
+# shellcheck source=../tests/linux/lib.sh
+. "$TOP/tests/linux/lib.sh"
+
+ROUNDS=3 KIB=2048 UPSTREAM=0 REPORT=
+while getopts "n:k:uo:h" opt; do
+    case $opt in
+    n) ROUNDS=$OPTARG ;;
+    k) KIB=$OPTARG ;;
+    u) UPSTREAM=1 ;;
+    o) REPORT=$OPTARG ;;
+    *) sed -n '3,4p' "$0" | sed 's/^# //' >&2; exit 2 ;;
+    esac
+done
+[[ $ROUNDS =~ ^[1-9][0-9]*$ && $KIB =~ ^[1-9][0-9]*$ ]] ||
+    die "-n and -k want positive numbers"
+
+"$TOP/scripts/build.sh" >/dev/null
+OURS=$BUILD/qemu-system-x86_64
+UP=
+if [ "$UPSTREAM" = 1 ]; then
+    UPSTREAM_SYSTEM=1 "$TOP/scripts/build-upstream.sh" >/dev/null
+    UP=$BUILD/upstream/qemu-system-x86_64
+fi
+kdir=$("$TOP/tests/linux/fetch.sh")
+pdir=$("$TOP/tests/linux/fetch.sh" perf)
+B=$BUILD/pmu-bench
+rm -rf "$B"
+mkdir -p "$B"
+perf_tree "$B/root" "$kdir/busybox" "$pdir"
+install -m 755 "$TOP/bench/pmu-bench-init" "$B/root/init"
+(cd "$B/root" && find . | LC_ALL=C sort | cpio -o -H newc -R 0:0 --quiet) |
+    gzip -1 >"$B/initramfs.gz"
+
+# boot CONFIG MODE ROUND: one boot; "CONFIG MODE SECONDS" appended to
+# $B/times, the guest's evidence in $B/CONFIG.MODE.ROUND.ev
+boot() {
+    local log=$B/$1.$2.$3.serial st=0 qemu=$OURS cpu=Nehalem,pmu=on
+    local append="bench.modes=$2 bench.rounds=1"
+    case $1 in
+    off) cpu=Nehalem ;;
+    on) append+=" nmi_watchdog=0" ;;
+    up) qemu=$UP cpu=Nehalem ;;
+    esac
+    timeout 1200 "$qemu" -M pc -accel tcg -cpu "$cpu" -m 512M -smp 1 \
+        -no-reboot -display none -vga none -nic none -monitor none \
+        -serial "file:$log" -kernel "$kdir/vmlinuz" \
+        -initrd "$B/initramfs.gz" \
+        -append "console=ttyS0 quiet panic=-1 bench.kib=$KIB $append" \
+        </dev/null || st=$?
+    tr -d '\r' <"$log" | grep -ao '@@.*' >"$B/$1.$2.$3.ev" || true
+    grep -q '^@@end$' "$B/$1.$2.$3.ev" ||
+        die "$1 $2 (round $3) did not finish (qemu status $st): see $log"
+    awk -v c="$1" '$1 == "@@time" { print c, $2, $4 }' "$B/$1.$2.$3.ev" \
+        >>"$B/times"
+    sed -n 's/^@@sum //p' "$B/$1.$2.$3.ev" >>"$B/sums"
+}
+runs=("off plain" "on plain" "on stat" "on record" "wd plain")
+[ -z "$UP" ] || runs+=("up plain")
+for ((r = 1; r <= ROUNDS; r++)); do
+    while read -r c m; do
+        log "round $r/$ROUNDS: $c $m"
+        boot "$c" "$m" "$r"
+    done < <(printf '%s\n' "${runs[@]}" | shuf)
+done
+[ "$(sort -u "$B/sums" | wc -l)" = 1 ] ||
+    die "the runs' outputs differ: $(sort -u "$B/sums" | tr '\n' ' ')"
+
+# median CONFIG MODE: the median seconds of those runs
+median() {
+    awk -v c="$1" -v m="$2" '$1 == c && $2 == m { print $3 }' "$B/times" |
+        sort -n | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2];
+             else printf "%.2f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+row() { # LABEL CONFIG MODE BASECONFIG BASEMODE
+    local a b
+    a=$(median "$2" "$3") b=$(median "$4" "$5")
+    printf '| %s | %s s | %s s | %s |\n' "$1" "$a" "$b" \
+        "$(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.3f", a / b }')"
+}
+report=$(
+    echo "bench/pmu-bench.sh -n $ROUNDS -k $KIB${UP:+ -u}: $(date -u +%F), $(nproc) host CPUs; the programs' seconds by the guest's clock, medians of $ROUNDS boots"
+    echo
+    echo "| what | seconds | against | ratio |"
+    echo "|---|---|---|---|"
+    [ -z "$UP" ] || row "pmu=off against upstream" off plain up plain
+    row "pmu=on, no counter enabled, against pmu=off" on plain off plain
+    row "pmu=on with the NMI watchdog's counter, against pmu=off" wd plain off plain
+    row "perf stat (default events) against no counter" on stat on plain
+    row "perf record -c 100003 against no counter" on record on plain
+)
+echo "$report"
+[ -z "$REPORT" ] || echo "$report" >"$REPORT"
