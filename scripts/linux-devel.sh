@@ -58,7 +58,8 @@ check)
     export CCACHE_DIR=${CCACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/ccache}
     export CCACHE_BASEDIR=$BUILD
     k="make -s O=$BUILD/linux-bisect ARCH=x86_64 CC='ccache gcc' HOSTCC=gcc"
-    git -C "$LSRC" rebase -x "$k KCONFIG_ALLCONFIG=$TOP/linux/lwp.config allnoconfig >/dev/null && $k -j$JOBS bzImage && echo \"built: \$(git log -1 --format=%s)\"" upstream
+    # build-linux.sh's lock: nobody builds the tree while it walks the series
+    flock "$BUILD/linux-build.lock" git -C "$LSRC" rebase -x "$k KCONFIG_ALLCONFIG=$TOP/linux/lwp.config allnoconfig >/dev/null && $k -j$JOBS bzImage && echo \"built: \$(git log -1 --format=%s)\"" upstream
     ;;
 finish)
     export_series

@@ -135,6 +135,16 @@ clean_log() { # NAME
     check "$(result test -n "$dmesg" -a -z "$bad")" \
         "$1: kernel log has no xstate warning, WARNING, BUG, oops or segfault ($(wc -l <<<"$dmesg") lines)"
     [ -z "$bad" ] || printf '    %s\n' "${bad:0:4000}"
+    # and no line of error level or worse (<N>, N mod 8 <= 3), such as
+    # ACPI's "Unable to load the System Description Tables" without PCI
+    bad=$(kernel_error_lines "$dmesg")
+    check "$(result test -n "$dmesg" -a -z "$bad")" "$1: kernel log has no line of error level or worse"
+    [ -z "$bad" ] || printf '    %s\n' "${bad:0:4000}"
+}
+
+# kernel_error_lines DMESG: the lines of a `dmesg -r` of level 0 to 3
+kernel_error_lines() {
+    awk 'match($0, /^<[0-9]+>/) && substr($0, 2, RLENGTH - 2) % 8 <= 3' <<<"$1"
 }
 
 # LWP set up as the series says: XCR0, the xstate lines, LWP_CFG, CPUID
