@@ -103,13 +103,15 @@ boot() {
     local initrd=$out/initramfs.gz
     [ "$name" != max ] || initrd=$out/initramfs-max.gz
     log=$logs/linux-lwp-$name.serial
-    rm -f "$log"
+    trace=$logs/linux-lwp-$name.trace
+    rm -f "$log" "$trace"
     echo "=== our kernel, -cpu $cpu -smp $smp, lwptest=$mode $extra"
     start=$(date +%s)
     timeout "$boot_timeout" "$qemu" -M pc -accel tcg,thread=multi \
         -cpu "$cpu" -m 512M -smp "$smp" -no-reboot \
         -display none -vga none -nic none -monitor none \
         -serial "file:$log" -kernel "$bz" -initrd "$initrd" \
+        -trace 'lwp_wrmsr_*' -D "$trace" \
         -append "console=ttyS0 quiet panic=-1 lwptest=$mode $extra" </dev/null ||
         qstatus=$?
     secs=$(($(date +%s) - start))
@@ -163,6 +165,23 @@ lwp_setup() { # NAME CPU XCR0 SIZE
     check "$(result test "$got" = "$edx $edx")" \
         "$name: guest CPUID 8000_001C EAX = EDX = $edx (XCR0[62] and LWP_CFG set; got '${got:-nothing}')"
     check "$(result grep -qw lwp <<<"$(sed -n 's/^@@cpuinfo //p' <<<"$ev")")" "$name: lwp in /proc/cpuinfo"
+    lwp_cfg_writes "$name" "$edx"
+}
+
+# LWP_CFG as QEMU's lwp_wrmsr_* trace events saw the kernel write it
+# (WRMSR, in order): CPU 0's first LWP_CFG is VECTOR 0xf5 (47:40), COREID 0
+# (39:32) and [31:0] = EDX's bits that spec 3.08 defines for LWP_CFG
+# (6:1 and 31; bit 0 reserved); reboot -f ends with LWP_CBADDR = 0 and
+# then LWP_CFG = 0 on one CPU (the syscore shutdown hook)
+lwp_cfg_writes() { # NAME EDX
+    local w want first tail2
+    w=$(sed -n 's/.*\(lwp_wrmsr_[a-z]*\) cpu \([0-9]*\) \(0x[0-9a-f]*\).*/\1 \2 \3/p' "$trace" 2>/dev/null)
+    want=$(printf '0x%x' $((0xf5 << 40 | (0x$2 & 0x8000007e))))
+    first=$(awk '$1 == "lwp_wrmsr_cfg" && $2 == 0 { print $3; exit }' <<<"$w")
+    check "$(result test "$first" = "$want")" "$1: CPU 0's LWP_CFG is $want (vector 0xf5, COREID 0, EDX $2's LWP_CFG bits; got ${first:-none})"
+    tail2=$(tail -n 2 <<<"$w" | awk '{ print $1, $3 }' | tr '\n' ' ')
+    check "$(result test "$tail2" = "lwp_wrmsr_cbaddr 0x0 lwp_wrmsr_cfg 0x0 ")" \
+        "$1: reboot ends with LWP_CBADDR and then LWP_CFG written 0 (last writes: ${tail2:-none})"
 }
 
 if [ "$demo" = 1 ]; then
