@@ -271,8 +271,10 @@ done
 # record of the 1000000 run, a sample every 10007 user instructions (the
 # PMI), takes exactly as many samples as perf stat's count of that run
 # holds whole periods; a program that reads its own counter with RDPMC
-# (tests/linux/rdpmc-self.c) counts its loop exactly; and the perf checks
-# again with two vCPUs under MTTCG
+# (tests/linux/rdpmc-self.c) counts its loop exactly; with more events
+# than counters perf's scaled counts stay within 5% of the exact ones; a
+# run moved between CPUs counts exactly; and the perf checks again with
+# four vCPUs under MTTCG
 echo "=== linux -cpu Nehalem,pmu=on: Debian's perf stat"
 perf_init() { # ROOT: an initramfs tree with perf, its libraries, the loop
     local r=$1
@@ -307,6 +309,26 @@ perf_count() {
     awk -F, -v n="$1" -v e="$2" '{ split($1, a, " ") }
         a[1] == "@@stat" && a[2] == n && $3 == e { print a[3] }' <<<"$ev"
 }
+# perf_big NAME: the 30000000-iteration runs of the last perf_boot: with
+# seven events on four general and one fixed counter, multiplexed, each
+# scaled count within 10% of the exact one (run 6, alone); moved between
+# CPUs, the exact counts (and on more than one CPU, moves that perf saw)
+perf_big() {
+    local ie be v5 mx bad m7 i7 b7
+    ie=$(perf_count 6 instructions:u) be=$(perf_count 6 branches:u)
+    v5=$(awk -F, '{ split($1, a, " ") }
+        a[1] == "@@stat" && a[2] == 5 { print a[3], $3, $5 }' <<<"$ev")
+    mx=$(awk -v ie="${ie:-0}" -v be="${be:-0}" '{ e = $2 ~ /^instr/ ? ie : be }
+        e > 0 && $3 + 0 < 100 && ($1 - e) ^ 2 <= (e / 10) ^ 2' <<<"$v5" | wc -l)
+    bad=$(awk '{ printf "%s %s (%s%%) ", $2, $1, $3 }' <<<"$v5")
+    check "$(result test "$mx" = 7)" "perf stat, $1: instructions:u and six branch events on five counters, multiplexed, each scaled within 10% of perf-loop 30000000's $ie instructions and $be branches (got $bad)"
+    i7=$(perf_count 7 instructions:u) b7=$(perf_count 7 branches:u)
+    m7=$(perf_count 7 cpu-migrations)
+    check "$(result test "${ie:-x} ${be:-x}" = "$i7 $b7")" "perf stat, $1: perf-loop 30000000 moved between CPUs with taskset, exact: $ie instructions and $be branches, as alone (got $i7 $b7, $m7 migrations)"
+    if [ "$1" != smp1 ]; then
+        check "$(result test "${m7:-0}" -gt 0 2>/dev/null)" "perf stat, $1: the loop migrated (cpu-migrations ${m7:-none})"
+    fi
+}
 if pdir=$("$src/fetch.sh" perf) && perf_init "$dir/initramfs-perf"; then
     (cd "$dir/initramfs-perf" && find . | LC_ALL=C sort |
         cpio -o -H newc -R 0:0 --quiet) | gzip -1 >"$dir/initramfs-perf.gz"
@@ -324,6 +346,7 @@ if pdir=$("$src/fetch.sh" perf) && perf_init "$dir/initramfs-perf"; then
         check 1 "perf stat printed counts for instructions:u and branches:u"
     fi
     check "$(result test "${k1:-0}" -gt 0 2>/dev/null)" "perf stat -e instructions:k counts the kernel's instructions (got ${k1:-nothing})"
+    perf_big smp1
     i4=$(perf_count 4 instructions:u)
     samples=$(sed -n 's/^@@samples //p' <<<"$ev")
     if [[ "$i4" =~ ^[0-9]+$ ]]; then
@@ -342,10 +365,10 @@ if pdir=$("$src/fetch.sh" perf) && perf_init "$dir/initramfs-perf"; then
     else
         check 1 "RDPMC self-monitoring: rdpmc-self printed its counts (${line:-nothing})"
     fi
-    # Two vCPUs under MTTCG: the program may be preempted and migrate.
-    # Its start-up runs more instructions with two CPUs than with one
+    # Four vCPUs under MTTCG: the program may be preempted and migrate.
+    # Its start-up runs more instructions with more CPUs than with one
     # (static glibc), so the checks are the loop's, as above
-    perf_boot smp2 2 tcg,thread=multi
+    perf_boot smp4 4 tcg,thread=multi
     i1=$(perf_count 1 instructions:u) i2=$(perf_count 2 instructions:u)
     b1=$(perf_count 1 branches:u) b2=$(perf_count 2 branches:u)
     i3=$(perf_count 3 instructions:u) b3=$(perf_count 3 branches:u)
@@ -353,9 +376,10 @@ if pdir=$("$src/fetch.sh" perf) && perf_init "$dir/initramfs-perf"; then
     samples=$(sed -n 's/^@@samples //p' <<<"$ev")
     echo "    perf stat: instructions:u $i1, $i2, $i3, $i4; branches:u $b1, $b2, $b3; $samples samples"
     if [[ "$i1$i2$i3$i4$b1$b2$b3" =~ ^[0-9]+$ ]]; then
-        check "$(result test "$((i2 - i1)) $((b2 - b1)) $i3 $b3 ${samples:-x}" = "200000 100000 $i1 $b1 $((i4 / 10007))")" "perf under -smp 2, MTTCG: 200000 more instructions and 100000 more branches, the same counts twice, one sample per whole period (got $((i2 - i1)), $((b2 - b1)), $i3 $b3 after $i1 $b1, ${samples:-no} samples of $i4)"
+        check "$(result test "$((i2 - i1)) $((b2 - b1)) $i3 $b3 ${samples:-x}" = "200000 100000 $i1 $b1 $((i4 / 10007))")" "perf under -smp 4, MTTCG: 200000 more instructions and 100000 more branches, the same counts twice, one sample per whole period (got $((i2 - i1)), $((b2 - b1)), $i3 $b3 after $i1 $b1, ${samples:-no} samples of $i4)"
+        perf_big smp4
     else
-        check 1 "perf under -smp 2, MTTCG: perf stat printed its counts"
+        check 1 "perf under -smp 4, MTTCG: perf stat printed its counts"
     fi
 else
     check 1 "fetch Debian's linux-perf and build the perf initramfs (tests/linux/fetch.sh perf)"
