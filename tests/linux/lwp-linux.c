@@ -16,7 +16,8 @@
  *   lwp-linux badcb         a bad LWPCB gets SIGSEGV, nothing else happens
  *   lwp-linux nolwp         arch_prctl(ARCH_SET_LWP, 0) takes LWP away from
  *                           one thread, its children and what it execs;
- *                           LWPINS still stores its record (spec 5.1)
+ *                           LWPINS still stores its record (spec 5.1); a
+ *                           thread with LWP and one without share CPU 0
  *   lwp-linux hostile       component 62 forged in a signal frame and
  *                           through PTRACE_SETREGSET: refused when its
  *                           LWPCB or ring is outside user space or a
@@ -793,6 +794,30 @@ static int cmd_nolwp(int argc, char **argv)
     waitpid(pid, &status, 0);
     report(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child ran");
     without_lwp("parent, after", 1);
+
+    /*
+     * A thread without LWP and one with it, both pinned to CPU 0, take
+     * turns: the context switch gives each its own LWP_CFG[31:0]
+     */
+    pid = fork();
+    if (pid == 0) {
+        pin(0);
+        arch_prctl(ARCH_SET_LWP, 0);
+        for (int i = 0; i < 5; i++) {
+            sched_yield();
+            without_lwp("sharing CPU 0, without", 0);
+        }
+        fflush(stdout);
+        _exit(0);
+    }
+    pin(0);
+    for (int i = 0; i < 5; i++) {
+        sched_yield();
+        without_lwp("sharing CPU 0, with", 1);
+    }
+    waitpid(pid, &status, 0);
+    report(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+           "the child sharing CPU 0 ran");
     return 0;
 }
 
