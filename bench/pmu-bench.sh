@@ -97,16 +97,22 @@ median() {
         sort -n | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2];
              else printf "%.2f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
+# range CONFIG MODE: the least and the most seconds of those runs
+range() {
+    awk -v c="$1" -v m="$2" '$1 == c && $2 == m { print $3 }' "$B/times" |
+        sort -n | sed -n '1p;$p' | paste -sd- -
+}
 row() { # LABEL CONFIG MODE BASECONFIG BASEMODE
     local a b
     a=$(median "$2" "$3") b=$(median "$4" "$5")
-    printf '| %s | %s s | %s s | %s |\n' "$1" "$a" "$b" \
+    printf '| %s | %s s (%s) | %s s (%s) | %s |\n' "$1" "$a" \
+        "$(range "$2" "$3")" "$b" "$(range "$4" "$5")" \
         "$(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.3f", a / b }')"
 }
 report=$(
     echo "bench/pmu-bench.sh -n $ROUNDS -k $KIB${UP:+ -u}: $(date -u +%F), $(nproc) host CPUs; the programs' seconds by the guest's clock, medians of $ROUNDS boots"
     echo
-    echo "| what | seconds | against | ratio |"
+    echo "| what | seconds (least-most) | against | ratio of medians |"
     echo "|---|---|---|---|"
     [ -z "$UP" ] || row "pmu=off against upstream" off plain up plain
     row "pmu=on, no counter enabled, against pmu=off" on plain off plain
