@@ -309,7 +309,7 @@ perf_count() {
     awk -F, -v n="$1" -v e="$2" '{ split($1, a, " ") }
         a[1] == "@@stat" && a[2] == n && $3 == e { print a[3] }' <<<"$ev"
 }
-# perf_big NAME: the 30000000-iteration runs of the last perf_boot: with
+# perf_big NAME: the 100000000-iteration runs of the last perf_boot: with
 # seven events on four general and one fixed counter, multiplexed, each
 # scaled count within 10% of the exact one (run 6, alone); moved between
 # CPUs, the exact counts (and on more than one CPU, moves that perf saw)
@@ -321,10 +321,10 @@ perf_big() {
     mx=$(awk -v ie="${ie:-0}" -v be="${be:-0}" '{ e = $2 ~ /^instr/ ? ie : be }
         e > 0 && $3 + 0 < 100 && ($1 - e) ^ 2 <= (e / 10) ^ 2' <<<"$v5" | wc -l)
     bad=$(awk '{ printf "%s %s (%s%%) ", $2, $1, $3 }' <<<"$v5")
-    check "$(result test "$mx" = 7)" "perf stat, $1: instructions:u and six branch events on five counters, multiplexed, each scaled within 10% of perf-loop 30000000's $ie instructions and $be branches (got $bad)"
+    check "$(result test "$mx" = 7)" "perf stat, $1: instructions:u and six branch events on five counters, multiplexed, each scaled within 10% of perf-loop 100000000's $ie instructions and $be branches (got $bad)"
     i7=$(perf_count 7 instructions:u) b7=$(perf_count 7 branches:u)
     m7=$(perf_count 7 cpu-migrations)
-    check "$(result test "${ie:-x} ${be:-x}" = "$i7 $b7")" "perf stat, $1: perf-loop 30000000 moved between CPUs with taskset, exact: $ie instructions and $be branches, as alone (got $i7 $b7, $m7 migrations)"
+    check "$(result test "${ie:-x} ${be:-x}" = "$i7 $b7")" "perf stat, $1: perf-loop 100000000 moved between CPUs with taskset, exact: $ie instructions and $be branches, as alone (got $i7 $b7, $m7 migrations)"
     if [ "$1" != smp1 ]; then
         check "$(result test "${m7:-0}" -gt 0 2>/dev/null)" "perf stat, $1: the loop migrated (cpu-migrations ${m7:-none})"
     fi
