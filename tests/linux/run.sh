@@ -274,7 +274,7 @@ done
 # (tests/linux/rdpmc-self.c) counts its loop exactly; with more events
 # than counters perf's scaled counts stay within 5% of the exact ones; a
 # run moved between CPUs counts exactly; and the perf checks again with
-# two vCPUs under MTTCG
+# four vCPUs under MTTCG
 echo "=== linux -cpu Nehalem,pmu=on: Debian's perf stat"
 perf_init() { # ROOT: an initramfs tree with perf, its libraries, the loop
     local r=$1
@@ -286,7 +286,7 @@ perf_init() { # ROOT: an initramfs tree with perf, its libraries, the loop
 # perf_boot NAME SMP ACCEL: the perf guest with -smp SMP -accel ACCEL; its
 # evidence lines in $ev, and one check that it ran to its end
 perf_boot() {
-    local log=$BUILD/test-logs/linux-perf-$1.serial why qstatus=0
+    local log=$BUILD/test-logs/linux-perf-$1.serial why rate aslr qstatus=0
     rm -f "$log"
     timeout "$boot_timeout" "$qemu" "${firmware[@]}" -M pc -accel "$3" \
         -cpu Nehalem,pmu=on -m 512M -smp "$2" -no-reboot \
@@ -302,6 +302,9 @@ perf_boot() {
     # without it the kernel's per-tick sample limit can drop periods
     rate=$(sed -n 's/^@@rate //p' <<<"$ev")
     check "$(result test "$rate" = 1000000)" "perf guest ($1): init-perf raised perf_event_max_sample_rate to 1000000 (got ${rate:-nothing})"
+    # with it, a run's start-up can differ from the run before's
+    aslr=$(sed -n 's/^@@aslr //p' <<<"$ev")
+    check "$(result test "$aslr" = 0)" "perf guest ($1): init-perf turned address-space randomisation off (got ${aslr:-nothing})"
 }
 # perf_count RUN EVENT: what perf printed for EVENT in run RUN of the
 # last perf_boot ("@@stat RUN COUNT,,EVENT,...")
@@ -365,10 +368,10 @@ if pdir=$("$src/fetch.sh" perf) && perf_init "$dir/initramfs-perf"; then
     else
         check 1 "RDPMC self-monitoring: rdpmc-self printed its counts (${line:-nothing})"
     fi
-    # Two vCPUs under MTTCG: the program may be preempted and migrate.
+    # Four vCPUs under MTTCG: the program may be preempted and migrate.
     # Its start-up runs more instructions with more CPUs than with one
     # (static glibc), so the checks are the loop's, as above
-    perf_boot smp2 2 tcg,thread=multi
+    perf_boot smp4 4 tcg,thread=multi
     i1=$(perf_count 1 instructions:u) i2=$(perf_count 2 instructions:u)
     b1=$(perf_count 1 branches:u) b2=$(perf_count 2 branches:u)
     i3=$(perf_count 3 instructions:u) b3=$(perf_count 3 branches:u)
@@ -376,10 +379,10 @@ if pdir=$("$src/fetch.sh" perf) && perf_init "$dir/initramfs-perf"; then
     samples=$(sed -n 's/^@@samples //p' <<<"$ev")
     echo "    perf stat: instructions:u $i1, $i2, $i3, $i4; branches:u $b1, $b2, $b3; $samples samples"
     if [[ "$i1$i2$i3$i4$b1$b2$b3" =~ ^[0-9]+$ ]]; then
-        check "$(result test "$((i2 - i1)) $((b2 - b1)) $i3 $b3 ${samples:-x}" = "200000 100000 $i1 $b1 $((i4 / 10007))")" "perf under -smp 2, MTTCG: 200000 more instructions and 100000 more branches, the same counts twice, one sample per whole period (got $((i2 - i1)), $((b2 - b1)), $i3 $b3 after $i1 $b1, ${samples:-no} samples of $i4)"
-        perf_big smp2
+        check "$(result test "$((i2 - i1)) $((b2 - b1)) $i3 $b3 ${samples:-x}" = "200000 100000 $i1 $b1 $((i4 / 10007))")" "perf under -smp 4, MTTCG: 200000 more instructions and 100000 more branches, the same counts twice, one sample per whole period (got $((i2 - i1)), $((b2 - b1)), $i3 $b3 after $i1 $b1, ${samples:-no} samples of $i4)"
+        perf_big smp4
     else
-        check 1 "perf under -smp 2, MTTCG: perf stat printed its counts"
+        check 1 "perf under -smp 4, MTTCG: perf stat printed its counts"
     fi
 else
     check 1 "fetch Debian's linux-perf and build the perf initramfs (tests/linux/fetch.sh perf)"
