@@ -280,11 +280,15 @@ perf_init() { # ROOT: an initramfs tree with perf, its libraries, the loop
     local r=$1
     perf_tree "$r" "$dir/busybox" "$pdir" || return 1
     cp "$src/init-perf" "$r/init"
-    gcc -static -O2 -Wall -o "$r/bin/perf-loop" "$src/perf-loop.c" || return 1
+    # linked away from busybox and rdpmc-self, so that the plugin knows
+    # its instructions by their address
+    gcc -static -O2 -Wall -Wl,-Ttext-segment=0x10000000 \
+        -o "$r/bin/perf-loop" "$src/perf-loop.c" || return 1
     gcc -static -O2 -Wall -o "$r/bin/rdpmc-self" "$src/rdpmc-self.c" || return 1
 }
-# perf_boot NAME SMP ACCEL: the perf guest with -smp SMP -accel ACCEL; its
-# evidence lines in $ev, and one check that it ran to its end
+# perf_boot NAME SMP ACCEL [QEMU ARGUMENTS]: the perf guest with -smp SMP
+# -accel ACCEL; its evidence lines in $ev, and one check that it ran to
+# its end
 perf_boot() {
     local log=$BUILD/test-logs/linux-perf-$1.serial why rate aslr qstatus=0
     rm -f "$log"
@@ -293,7 +297,7 @@ perf_boot() {
         -display none -vga none -nic none -monitor none \
         -serial "file:$log" -kernel "$dir/vmlinuz" \
         -initrd "$dir/initramfs-perf.gz" \
-        -append "console=ttyS0 quiet panic=-1" </dev/null || qstatus=$?
+        -append "console=ttyS0 quiet panic=-1" "${@:4}" </dev/null || qstatus=$?
     [ -f "$log" ] || : >"$log"
     ev=$(tr -d '\r' <"$log" | grep -ao '@@.*' || true)
     why=$(boot_verdict "$qstatus" "$boot_timeout" "$ev" "$log")
@@ -332,10 +336,50 @@ perf_big() {
         check "$(result test "${m7:-0}" -gt 0 2>/dev/null)" "perf stat, $1: the loop migrated (cpu-migrations ${m7:-none})"
     fi
 }
+# perf_plugin: tests/linux/uinsn-plugin.c for perf-loop in the smp1 boot:
+# its -plugin and -D arguments in $plugin_args (none if it does not
+# build), its output in $plugin_log
+perf_plugin() {
+    local so=$BUILD/test-logs/uinsn-plugin.so glib lo='' hi='' entry t va ms
+    local exe=$dir/initramfs-perf/bin/perf-loop
+    plugin_log=$BUILD/test-logs/linux-perf-smp1.plugin plugin_args=()
+    rm -f "$plugin_log"
+    read -r -a glib <<<"$(pkg-config --cflags glib-2.0)"
+    if ! gcc -shared -fPIC -O2 -Wall -Werror "${glib[@]}" \
+            -I "$SRC/include/qemu" -o "$so" "$src/uinsn-plugin.c"; then
+        check 1 "build tests/linux/uinsn-plugin.c"
+        return
+    fi
+    entry=$(readelf -h "$exe" | awk '/Entry point/ { print $4 }')
+    while read -r t _ va _ _ ms _; do
+        [ "$t" = LOAD ] || continue
+        [ -n "${lo:-}" ] && [ $((va)) -ge $((lo)) ] || lo=$((va))
+        [ -n "${hi:-}" ] && [ $((va + ms)) -le $((hi)) ] || hi=$((va + ms))
+    done < <(readelf -lW "$exe")
+    # run 8 of init-perf is perf record's
+    plugin_args=(-plugin "$so,lo=$lo,hi=$hi,entry=$entry,period=10007,ips=8"
+                 -d plugin -D "$plugin_log")
+}
+# perf_plugin_check: each perf stat run of the smp1 boot that is exact
+# (not run 5, multiplexed) counts what the plugin counted of the same
+# run, and perf record's samples (run 8) are each on the instruction
+# after every 10007th of the plugin's stream of that run
+perf_plugin_check() {
+    local run pi pb want got
+    [ "${#plugin_args[@]}" -gt 0 ] || return 0
+    for run in 1 2 3 4 6 7; do
+        read -r pi pb < <(awk -v r="$run" '$1 == "run" && $2 == r { print $4, $6 }' "$plugin_log" 2>/dev/null || true)
+        check "$(result test "$(perf_count "$run" instructions:u) $(perf_count "$run" branches:u)" = "${pi:-x} ${pb:-x}")" "perf stat run $run: instructions:u and branches:u are the TCG plugin's count of the same run (perf $(perf_count "$run" instructions:u) $(perf_count "$run" branches:u), plugin ${pi:-nothing} ${pb:-nothing})"
+    done
+    want=$(sed -n 's/^ip //p' "$plugin_log" 2>/dev/null | tr '\n' ' ' || true)
+    got=$(sed -n 's/^@@ip //p' <<<"$ev" | tr '\n' ' ')
+    check "$(result test -n "$want" -a "$want" = "$got")" "perf record -e instructions:u -c 10007: each of its $(wc -w <<<"$got") samples on the instruction after every 10007th of the plugin's stream of the same run ($(wc -w <<<"$want") there; first difference: $(diff <(tr ' ' '\n' <<<"$want") <(tr ' ' '\n' <<<"$got") | grep -m1 '^[<>]' || echo none))"
+}
 if pdir=$("$src/fetch.sh" perf) && perf_init "$dir/initramfs-perf"; then
     (cd "$dir/initramfs-perf" && find . | LC_ALL=C sort |
         cpio -o -H newc -R 0:0 --quiet) | gzip -1 >"$dir/initramfs-perf.gz"
-    perf_boot smp1 1 tcg
+    perf_plugin
+    perf_boot smp1 1 tcg "${plugin_args[@]}"
     i1=$(perf_count 1 instructions:u) i2=$(perf_count 2 instructions:u)
     b1=$(perf_count 1 branches:u) b2=$(perf_count 2 branches:u)
     i3=$(perf_count 3 instructions:u) b3=$(perf_count 3 branches:u)
@@ -357,6 +401,7 @@ if pdir=$("$src/fetch.sh" perf) && perf_init "$dir/initramfs-perf"; then
     else
         check 1 "perf stat printed a count for the 1000000 run"
     fi
+    perf_plugin_check
     # RDPMC at CPL 3, as a self-monitoring program does it: the count
     # across 300000 iterations exceeds that across 100000 by 400000
     line=$(grep '^@@rdpmc ' <<<"$ev" || true)

@@ -1,0 +1,168 @@
+/*
+ * A TCG plugin for tests/linux/run.sh: the instructions of one program in
+ * a guest, as QEMU's plugin API sees them execute, run by run.  It is the
+ * independent count that the PMU's counts of the same runs are checked
+ * against: it uses nothing of the PMU, only the instructions that TCG
+ * reports to plugins, which are upstream QEMU's.
+ *
+ * The program is the only code in [lo, hi) (a static executable linked
+ * there); a run starts each time its entry point executes.  The plugin
+ * API calls back before an instruction executes, not when it retires: an
+ * instruction that faults (a page fault on its first touch of a page)
+ * runs again after the fault, and a REP string instruction runs again
+ * after an interrupt or between chunks of iterations.  Both give the same
+ * address twice in a row in the program's stream, and both retire once,
+ * so a repeat of the address before is not counted.  (A jump to itself
+ * would be miscounted; the programs checked have none.)  Only for one
+ * vCPU (-smp 1).
+ *
+ * Arguments: lo=ADDRESS, hi=ADDRESS, entry=ADDRESS (ELF e_entry),
+ * period=P, ips=R.  Prints, at exit, for each run R:
+ *   run R insns N branches B   the run's instructions that retired, and
+ *                              those of them that are branches by their
+ *                              mnemonic (Jcc, JMP, CALL, RET, LOOP*,
+ *                              JrCXZ, SYSCALL)
+ * and for run ips=R, for k = 1, 2...:
+ *   ip A   the address of its instruction k * P + 1, which a PMI taken
+ *          exactly after instruction k * P (a counter of user
+ *          instructions with period P) interrupts
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#include <glib.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <qemu-plugin.h>
+
+QEMU_PLUGIN_EXPORT int qemu_plugin_version = QEMU_PLUGIN_VERSION;
+
+static uint64_t lo, hi, entry, period, ips_run;
+static uint64_t run, insns, branches;
+static uint64_t last = UINT64_MAX;
+static GString *out;
+
+/* Whether the disassembly @d (capstone's, AT&T or Intel) is a branch */
+static bool is_branch(const char *d)
+{
+    static const char *const prefixes[] = {
+        "rep ", "repz ", "repe ", "repnz ", "repne ", "bnd ", "notrack ",
+    };
+    static const char *const names[] = {
+        "call", "ret", "loop", "syscall",
+    };
+    size_t i;
+
+    for (i = 0; i < G_N_ELEMENTS(prefixes);) {
+        if (g_str_has_prefix(d, prefixes[i])) {
+            d += strlen(prefixes[i]);
+            i = 0;
+        } else {
+            i++;
+        }
+    }
+    if (d[0] == 'j') {
+        return true;
+    }
+    for (i = 0; i < G_N_ELEMENTS(names); i++) {
+        if (g_str_has_prefix(d, names[i])) {
+            return true;
+        }
+    }
+    return false;
+}
+
+static void run_end(void)
+{
+    if (run) {
+        g_string_append_printf(out, "run %" PRIu64 " insns %" PRIu64
+                               " branches %" PRIu64 "\n",
+                               run, insns, branches);
+    }
+    insns = branches = 0;
+    last = UINT64_MAX;
+}
+
+static void insn_exec(unsigned int cpu_index, void *udata)
+{
+    uint64_t v = (uintptr_t)udata, pc = v >> 1;
+
+    if (pc == entry) {
+        run_end();
+        run++;
+    }
+    if (!run || pc == last) {
+        return;
+    }
+    last = pc;
+    insns++;
+    branches += v & 1;
+    if (run == ips_run && period && insns > 1 && (insns - 1) % period == 0) {
+        g_string_append_printf(out, "ip %" PRIx64 "\n", pc);
+    }
+}
+
+static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
+{
+    size_t i, n = qemu_plugin_tb_n_insns(tb);
+
+    for (i = 0; i < n; i++) {
+        struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, i);
+        uint64_t pc = qemu_plugin_insn_vaddr(insn);
+        char *d;
+        bool br;
+
+        if (pc < lo || pc >= hi) {
+            continue;
+        }
+        d = qemu_plugin_insn_disas(insn);
+        br = is_branch(d);
+        g_free(d);
+        qemu_plugin_register_vcpu_insn_exec_cb(insn, insn_exec,
+                                               QEMU_PLUGIN_CB_NO_REGS,
+                                               (void *)(uintptr_t)
+                                               (pc << 1 | br));
+    }
+}
+
+static void at_exit(qemu_plugin_id_t id, void *p)
+{
+    run_end();
+    qemu_plugin_outs(out->str);
+}
+
+QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id,
+                                           const qemu_info_t *info,
+                                           int argc, char **argv)
+{
+    int i;
+
+    for (i = 0; i < argc; i++) {
+        char **kv = g_strsplit(argv[i], "=", 2);
+        uint64_t *arg = NULL;
+
+        if (!g_strcmp0(kv[0], "lo")) {
+            arg = &lo;
+        } else if (!g_strcmp0(kv[0], "hi")) {
+            arg = &hi;
+        } else if (!g_strcmp0(kv[0], "entry")) {
+            arg = &entry;
+        } else if (!g_strcmp0(kv[0], "period")) {
+            arg = &period;
+        } else if (!g_strcmp0(kv[0], "ips")) {
+            arg = &ips_run;
+        }
+        if (arg && kv[1]) {
+            *arg = g_ascii_strtoull(kv[1], NULL, 0);
+        }
+        g_strfreev(kv);
+        if (!arg) {
+            return -1;
+        }
+    }
+    out = g_string_new(NULL);
+    qemu_plugin_register_vcpu_tb_trans_cb(id, tb_trans);
+    qemu_plugin_register_atexit_cb(id, at_exit, NULL);
+    return 0;
+}
