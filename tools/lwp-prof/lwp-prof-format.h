@@ -5,7 +5,7 @@
  * the lwp-prof tool (C++).  Every number is little-endian.
  *
  *   file   = header chunk*
- *   header = magic[8] "LWPPROF\0", u32 version (2), u32 header size (16)
+ *   header = magic[8] "LWPPROF\0", u32 version (3), u32 header size (16)
  *   chunk  = u32 type, u32 size, payload[size], zero padding to 8 bytes
  *
  * lwp-prof record writes the header and, after the program has ended,
@@ -21,7 +21,9 @@
 #include <stdint.h>
 
 #define LWPPROF_MAGIC           "LWPPROF"   /* 8 bytes with its NUL */
-#define LWPPROF_VERSION         2   /* 2 added PROCESS, OBJECTS; 1 is read */
+#define LWPPROF_VERSION         3   /* 2 added PROCESS, OBJECTS; 3 exec'd
+                                       programs (PROCESS_EXEC_FOLLOWED, MAPS'
+                                       pid line, PROCESS's why); 1, 2 read */
 #define LWPPROF_HEADER_SIZE     16
 #define LWPPROF_CHUNK_HEADER    8
 #define LWPPROF_CHUNK_MAX       (256u << 20)
@@ -29,8 +31,8 @@
 enum {
     /* text, "key=value" lines: the settings as LLWPCB wrote them back */
     LWPPROF_INFO = 1,
-    /* text: the program's /proc/self/maps (at start, after each dlopen,
-     * at exit) */
+    /* text: "pid N" (version 3), then the process's /proc/self/maps (at
+     * start, after each dlopen, at exit) */
     LWPPROF_MAPS = 2,
     /* u32 tid, u32 count, count records of 32 bytes (spec Figure 2-1) */
     LWPPROF_RECORDS = 3,
@@ -43,8 +45,9 @@ enum {
     LWPPROF_EXIT = 6,
     /* struct lwpprof_end: written by lwp-prof record, always last */
     LWPPROF_END = 7,
-    /* struct lwpprof_process, then the executable's path (text): a
-     * process the program started, profiled (FOLLOWED) or not */
+    /* struct lwpprof_process, then the executable's path (text) and,
+     * when it is not profiled, "\n" and why (version 3): a process the
+     * program started, profiled (*FOLLOWED) or not */
     LWPPROF_PROCESS = 8,
     /* text, a line per loaded object: "path\tbuild-id\tsize\tmtime"
      * (build-id in hex, "" when it has none; mtime "seconds.nanoseconds"),
@@ -76,6 +79,10 @@ struct lwpprof_exit {
 #define LWPPROF_PROCESS_EXECED  2   /* a program that execve() started */
 #define LWPPROF_PROCESS_FOLLOWED 3  /* a child of fork(), profiled: its
                                        THREAD chunks carry its pid */
+#define LWPPROF_PROCESS_EXEC_FOLLOWED 4 /* a program a profiled process
+                                       exec'd, profiled: the pid's chunks
+                                       after this one are the new
+                                       program's */
 
 struct lwpprof_process {
     uint32_t pid;

@@ -30,16 +30,28 @@
  *   blocks it is held until the program unblocks it or takes it with
  *   sigwait, sigwaitinfo or sigtimedwait (interposed too, with sigpending).
  *
+ * - fork is followed: the child gets its own LWPCB and ring
+ *   (child_after_fork), its chunks carry its pid.
+ * - exec is followed: a program that a profiled one execs gets this
+ *   library from LD_PRELOAD and LWP_PROF_OUT and LWP_PROF_EXECED from the
+ *   environment.  qemu-x86_64 runs an exec'd program natively, without
+ *   LWP: the library in it runs it again under the same qemu
+ *   (run_with_lwp).  A program that cannot load the library (statically
+ *   linked, set-user-ID) is counted, not profiled (exec_target).
+ *
  * Environment (set by lwp-prof record): LWP_PROF_OUT, the record file;
  * LWP_PROF_EVENTS, "ire:N,bre:N,..."; LWP_PROF_RING_KB and
  * LWP_PROF_THRESHOLD_KB; LWP_PROF_PROCESSES, the record file again;
+ * LWP_PROF_QEMU_CMD, qemu-x86_64 and its options, a line each (not with
+ * --native); LWP_PROF_NO_FOLLOW_EXEC (record --no-follow-exec);
  * LWP_PROF_QUIET, when set, keeps the notes out of stderr (not the
- * warnings: a thread whose records stop).
- * Without LWP_PROF_OUT the library profiles nothing; the constructor
- * removes it, so programs the profiled one starts are not profiled into
- * the same file.  They are counted there instead: a forked child, and a
+ * warnings: a thread whose records stop).  The library sets
+ * LWP_PROF_EXECED for the programs the profiled one execs, and
+ * LWP_PROF_REEXEC=PID while it runs one again under qemu.
+ * Without LWP_PROF_OUT the library profiles nothing; with --no-follow-exec
+ * the constructor removes it, and an exec'd program is counted instead: a
  * program exec'd with LWP_PROF_PROCESSES and this library in its
- * environment, append a PROCESS chunk.  A failure to set up LWP in the
+ * environment appends a PROCESS chunk.  A failure to set up LWP in the
  * main thread ends the program with status 125 and a message.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
@@ -55,6 +67,7 @@
 #include <link.h>
 #include <pthread.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -365,7 +378,11 @@ static void put_maps(void)
     }
     close(fd);
     if (buf) {
-        put_text(LWPPROF_MAPS, buf, len);
+        char pid[32];
+        struct iovec v[2] = { { pid, 0 }, { buf, len } };
+
+        v[0].iov_len = snprintf(pid, sizeof(pid), "pid %d\n", (int)getpid());
+        put_chunk(LWPPROF_MAPS, v, 2);
     }
     free(buf);
     put_objects();
@@ -1035,13 +1052,22 @@ static void put_info(struct thr *t)
     put_text(LWPPROF_INFO, buf, n);
 }
 
-/* This process is not profiled: say so in the record file */
-static void put_process(uint32_t how)
+/*
+ * A process the program started, in the record file: @how, its @pid and
+ * @ppid, the program it runs (@path, NULL: this one) and, when it is not
+ * profiled, @why
+ */
+static void put_process_of(uint32_t how, pid_t pid, pid_t ppid,
+                           const char *path, const char *why)
 {
     struct lwpprof_process rec = { 0 };
     char exe[1024];
-    ssize_t len = readlink("/proc/self/exe", exe, sizeof(exe));
-    struct iovec v[2] = { { &rec, sizeof(rec) }, { exe, len > 0 ? len : 0 } };
+    ssize_t len = path ? (ssize_t)strlen(path)
+                       : readlink("/proc/self/exe", exe, sizeof(exe));
+    struct iovec v[4] = { { &rec, sizeof(rec) },
+                          { path ? (void *)path : exe, len > 0 ? len : 0 },
+                          { (void *)"\n", why ? 1 : 0 },
+                          { (void *)why, why ? strlen(why) : 0 } };
 
     int opened = 0;
 
@@ -1049,14 +1075,19 @@ static void put_process(uint32_t how)
         g.fd = open(g.processes, O_WRONLY | O_APPEND | O_CLOEXEC);
         opened = g.fd >= 0;
     }
-    rec.pid = (uint32_t)getpid();
-    rec.ppid = (uint32_t)getppid();
+    rec.pid = (uint32_t)pid;
+    rec.ppid = (uint32_t)ppid;
     rec.how = how;
-    put_chunk(LWPPROF_PROCESS, v, 2);
+    put_chunk(LWPPROF_PROCESS, v, 4);
     if (opened) {
         close(g.fd);
         g.fd = -1;
     }
+}
+
+static void put_process(uint32_t how, const char *why)
+{
+    put_process_of(how, getpid(), getppid(), NULL, why);
 }
 
 /* fork(): the registry stays whole for the child (child_after_fork) */
@@ -1085,7 +1116,7 @@ static void child_after_fork(void)
     sigset_t io;
 
     if (g.fd < 0) {
-        put_process(LWPPROF_PROCESS_FORKED);
+        put_process(LWPPROF_PROCESS_FORKED, NULL);
         return;
     }
     pthread_mutex_init(&g.lock, NULL);
@@ -1104,7 +1135,7 @@ static void child_after_fork(void)
     g.io_held = 0;      /* a child has no pending signals */
     g.seq = 1;
     self = NULL;
-    put_process(LWPPROF_PROCESS_FOLLOWED);
+    put_process(LWPPROF_PROCESS_FOLLOWED, NULL);
     if (me) {
         memset(me, 0, sizeof(*me));
     } else {
@@ -1132,9 +1163,103 @@ static void child_after_fork(void)
     call_sigaction(SIGIO, &g.prog_sigio, NULL);
 }
 
-__attribute__((constructor))
-static void lwp_prof_start(void)
+static int cpu_has_lwp(void)
 {
+    uint32_t a, b, c, d;
+
+    __cpuid(0x80000000, a, b, c, d);
+    if (a < LWP_CPUID_LEAF) {
+        return 0;
+    }
+    __cpuid(0x80000001, a, b, c, d);
+    if (!((c >> LWP_CPUID_EXT3_BIT) & 1)) {
+        return 0;
+    }
+    __cpuid(LWP_CPUID_LEAF, a, b, c, d);
+    return (a & LWP_FEAT_AVAIL) && (a & LWP_FEAT_INT);
+}
+
+/*
+ * A program that a profiled one exec'd runs where the program ran: with
+ * LWP here (qemu-x86_64, or a CPU with LWP), NULL; else qemu-x86_64 runs
+ * it, as lwp-prof record ran the program (LWP_PROF_QEMU_CMD: qemu and its
+ * options, a line each), with this library in LD_PRELOAD for it and not
+ * for qemu.  A qemu-x86_64 runs a program's execve natively: this
+ * re-exec is lwp-prof's way to follow it.  Returns why it cannot.
+ */
+static const char *run_with_lwp(char **argv)
+{
+    const char *cmd = getenv("LWP_PROF_QEMU_CMD");
+    const char *tried = getenv("LWP_PROF_REEXEC");
+    const char *ld = getenv("LD_PRELOAD");
+    char exe[PATH_MAX], pid[32], *copy, *save = NULL, *tok;
+    size_t nargs = 0, nenv = 0, i, n = 0;
+    ssize_t len;
+
+    if (cpu_has_lwp()) {
+        return NULL;
+    }
+    if (!cmd || !*cmd) {
+        return "this CPU has no LWP";
+    }
+    snprintf(pid, sizeof(pid), "LWP_PROF_REEXEC=%d", (int)getpid());
+    if (tried && !strcmp(tried, pid + 16)) {
+        return "qemu-x86_64 gave it no LWP";
+    }
+    if (!ld || strchr(ld, ',')) {
+        return "its LD_PRELOAD has a comma, which qemu's -E cannot pass";
+    }
+    len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    copy = strdup(cmd);
+    if (len <= 0 || !copy || !argv || !argv[0]) {
+        return "its executable is not known";
+    }
+    exe[len] = 0;
+    for (i = 0; cmd[i]; i++) {
+        nargs += cmd[i] == '\n';
+    }
+    for (i = 0; argv[i]; i++) {
+        nargs++;
+    }
+    for (i = 0; environ[i]; i++) {
+        nenv++;
+    }
+    char *nargv[nargs + 8], *nenvp[nenv + 2];
+    size_t ldlen = strlen(ld) + sizeof("LD_PRELOAD=");
+    char ldarg[ldlen];
+
+    for (tok = strtok_r(copy, "\n", &save); tok;
+         tok = strtok_r(NULL, "\n", &save)) {
+        nargv[n++] = tok;
+    }
+    snprintf(ldarg, ldlen, "LD_PRELOAD=%s", ld);
+    nargv[n++] = "-0";
+    nargv[n++] = argv[0];
+    nargv[n++] = "-E";
+    nargv[n++] = ldarg;
+    nargv[n++] = exe;
+    for (i = 1; argv[i]; i++) {
+        nargv[n++] = argv[i];
+    }
+    nargv[n] = NULL;
+    n = 0;
+    for (i = 0; environ[i]; i++) {
+        if (strncmp(environ[i], "LD_PRELOAD=", 11) &&
+            strncmp(environ[i], "LWP_PROF_REEXEC=", 16)) {
+            nenvp[n++] = environ[i];
+        }
+    }
+    nenvp[n++] = pid;
+    nenvp[n] = NULL;
+    syscall(SYS_execve, nargv[0], nargv, nenvp);   /* not execve's hook */
+    free(copy);
+    return "qemu-x86_64 did not start";
+}
+
+__attribute__((constructor))
+static void lwp_prof_start(int argc, char **argv)
+{
+    (void)argc;
     const char *out = getenv("LWP_PROF_OUT");
     const char *events = getenv("LWP_PROF_EVENTS");
     const char *processes = getenv("LWP_PROF_PROCESSES");
@@ -1148,10 +1273,21 @@ static void lwp_prof_start(void)
     if (!out || !*out) {
         /* a program that the profiled one exec'd: counted, not profiled */
         if (g.processes) {
-            put_process(LWPPROF_PROCESS_EXECED);
+            put_process(LWPPROF_PROCESS_EXECED, "record --no-follow-exec");
             pthread_atfork(NULL, NULL, child_after_fork);
         }
         return;
+    }
+    if (getenv("LWP_PROF_EXECED")) {
+        /* a program that a profiled one exec'd: followed */
+        why = run_with_lwp(argv);
+        if (why) {
+            put_process(LWPPROF_PROCESS_EXECED, why);
+            pthread_atfork(NULL, NULL, child_after_fork);
+            return;
+        }
+        unsetenv("LWP_PROF_REEXEC");
+        put_process(LWPPROF_PROCESS_EXEC_FOLLOWED, NULL);
     }
     parse_events(events && *events ? events : "ire:100000");
     g.quiet = getenv("LWP_PROF_QUIET") != NULL;
@@ -1217,7 +1353,12 @@ static void lwp_prof_start(void)
         fprintf(stderr, "lwp-prof: %s: %s\n", out, strerror(errno));
         _exit(125);
     }
-    unsetenv("LWP_PROF_OUT");   /* programs it starts are not profiled */
+    /* programs it execs are followed (run_with_lwp), or counted */
+    if (getenv("LWP_PROF_NO_FOLLOW_EXEC")) {
+        unsetenv("LWP_PROF_OUT");
+    } else {
+        setenv("LWP_PROF_EXECED", "1", 1);
+    }
     if (pthread_key_create(&g.key, key_destructor)) {
         fail("pthread_key_create failed");
     }
@@ -1333,15 +1474,77 @@ void _Exit(int status)
 }
 
 /*
+ * A program that cannot load this library, which an exec is about to run
+ * in process @pid (statically linked, set-user-ID, not x86-64), is
+ * counted here as not profiled: @file, searched in PATH when @search and
+ * it has no '/'.  A dynamic one is followed (or counted) by this library
+ * in it.
+ */
+static void exec_target(const char *file, int search, pid_t pid)
+{
+    char buf[PATH_MAX];
+    const char *path = file, *why = NULL;
+    Elf64_Ehdr eh;
+    struct stat st;
+    int fd;
+
+    if ((g.fd < 0 && !g.processes) || !file || !*file) {
+        return;
+    }
+    if (search && !strchr(file, '/')) {
+        const char *p = getenv("PATH"), *end;
+
+        path = NULL;
+        for (p = p ? p : "/bin:/usr/bin"; !path && *p; p = end + !!*end) {
+            end = strchrnul(p, ':');
+            if (snprintf(buf, sizeof(buf), "%.*s/%s", (int)(end - p), p,
+                         file) < (int)sizeof(buf) &&
+                access(buf, X_OK) == 0) {
+                path = buf;
+            }
+        }
+    }
+    if (!path || access(path, X_OK) != 0 ||
+        (fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
+        return;     /* the exec fails */
+    }
+    if (fstat(fd, &st) == 0 && pread(fd, &eh, sizeof(eh), 0) == sizeof(eh) &&
+        !memcmp(eh.e_ident, ELFMAG, SELFMAG)) {
+        if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_machine != EM_X86_64) {
+            why = "not an x86-64 program";
+        } else if (st.st_mode & (S_ISUID | S_ISGID)) {
+            why = "set-user-ID or set-group-ID: the loader ignores LD_PRELOAD";
+        } else {
+            why = "statically linked";
+            for (int i = 0; i < eh.e_phnum; i++) {
+                Elf64_Phdr ph;
+
+                if (pread(fd, &ph, sizeof(ph), eh.e_phoff +
+                          (off_t)i * eh.e_phentsize) == sizeof(ph) &&
+                    ph.p_type == PT_INTERP) {
+                    why = NULL;
+                }
+            }
+        }
+    }
+    close(fd);
+    if (why) {
+        put_process_of(LWPPROF_PROCESS_EXECED, pid,
+                       pid == getpid() ? getppid() : getpid(), path, why);
+    }
+}
+
+/*
  * execve and the exec functions that take an argv: the calling thread's
  * records up to the exec are written (SLWPCB flushes the head).  LWP stays
  * on, in case the exec fails; the new image starts with it off.
  */
-static void before_exec(void)
+static void before_exec(const char *file, int search)
 {
     struct thr *t = self;
     sigset_t io, old;
 
+    exec_target(file, search, getpid());
     if (g.fd < 0 || !t || !t->active || t->pid != (uint32_t)getpid()) {
         return;     /* (a vfork child: the parent's ring is not its own) */
     }
@@ -1350,6 +1553,7 @@ static void before_exec(void)
     real_sigmask(SIG_BLOCK, &io, &old);
     if (slwpcb() == t->cb) {
         drain(t);
+        put_stop(t);    /* its records end here, unless the exec fails */
     }
     real_sigmask(SIG_SETMASK, &old, NULL);
 }
@@ -1367,7 +1571,7 @@ int execve(const char *path, char *const argv[], char *const envp[])
     static void *real;
     int (*fn)(const char *, char *const[], char *const[]);
 
-    before_exec();
+    before_exec(path, 0);
     *(void **)&fn = real_fn(&real, "execve");
     return fn ? fn(path, argv, envp) : (errno = ENOSYS, -1);
 }
@@ -1377,7 +1581,7 @@ int execv(const char *path, char *const argv[])
     static void *real;
     int (*fn)(const char *, char *const[]);
 
-    before_exec();
+    before_exec(path, 0);
     *(void **)&fn = real_fn(&real, "execv");
     return fn ? fn(path, argv) : (errno = ENOSYS, -1);
 }
@@ -1387,7 +1591,7 @@ int execvp(const char *file, char *const argv[])
     static void *real;
     int (*fn)(const char *, char *const[]);
 
-    before_exec();
+    before_exec(file, 1);
     *(void **)&fn = real_fn(&real, "execvp");
     return fn ? fn(file, argv) : (errno = ENOSYS, -1);
 }
@@ -1397,7 +1601,7 @@ int execvpe(const char *file, char *const argv[], char *const envp[])
     static void *real;
     int (*fn)(const char *, char *const[], char *const[]);
 
-    before_exec();
+    before_exec(file, 1);
     *(void **)&fn = real_fn(&real, "execvpe");
     return fn ? fn(file, argv, envp) : (errno = ENOSYS, -1);
 }
@@ -1482,4 +1686,52 @@ int execle(const char *path, const char *arg, ...)
     r = exec_list(EXEC_VE, path, arg, ap);
     va_end(ap);
     return r;
+}
+
+/*
+ * posix_spawn and posix_spawnp exec in the child with glibc's own execve,
+ * which no library can interpose: a program that cannot load this library
+ * is counted here, once the child runs it (@search: posix_spawnp)
+ */
+typedef int spawn_fn(pid_t *, const char *, const posix_spawn_file_actions_t *,
+                     const posix_spawnattr_t *, char *const[], char *const[]);
+
+static int spawn(void **real, const char *name, int search, pid_t *pid,
+                 const char *file, const posix_spawn_file_actions_t *fa,
+                 const posix_spawnattr_t *attr, char *const argv[],
+                 char *const envp[])
+{
+    spawn_fn *fn;
+    pid_t child;
+    int r;
+
+    *(void **)&fn = real_fn(real, name);
+    r = fn ? fn(&child, file, fa, attr, argv, envp) : ENOSYS;
+    if (!r) {
+        exec_target(file, search, child);
+        if (pid) {
+            *pid = child;
+        }
+    }
+    return r;
+}
+
+int posix_spawn(pid_t *pid, const char *path,
+                const posix_spawn_file_actions_t *fa,
+                const posix_spawnattr_t *attr, char *const argv[],
+                char *const envp[])
+{
+    static void *real;
+
+    return spawn(&real, "posix_spawn", 0, pid, path, fa, attr, argv, envp);
+}
+
+int posix_spawnp(pid_t *pid, const char *file,
+                 const posix_spawn_file_actions_t *fa,
+                 const posix_spawnattr_t *attr, char *const argv[],
+                 char *const envp[])
+{
+    static void *real;
+
+    return spawn(&real, "posix_spawnp", 1, pid, file, fa, attr, argv, envp);
 }

@@ -71,6 +71,8 @@ const char *const kUsage =
     "                        --qemu-arg -plugin --qemu-arg lib.so\n"
     "      --native          run the program directly (a CPU or VM with LWP)\n"
     "      --preload PATH    the preload library (default: next to lwp-prof)\n"
+    "      --no-follow-exec  count the programs an exec runs, do not profile\n"
+    "                        them (forked children are followed either way)\n"
     "  -q, --quiet           no progress, summary or notes on stderr (only\n"
     "                        warnings that a thread's records stop)\n"
     "  record's exit status is the program's (128+N if signal N ended it),\n"
@@ -265,9 +267,9 @@ struct Record {
     uint8_t core;
     uint16_t flags;
     uint32_t data1;
-    uint64_t ip;
+    uint64_t ip;            // with its address space (kSpaceShift)
     uint64_t data2;
-    uint32_t tid;
+    uint64_t thread;        // thread_key(image, tid)
     uint32_t raw0() const { return event | core << 8 | uint32_t(flags) << 16; }
 };
 
@@ -278,6 +280,7 @@ struct MapEntry {
 
 struct ThreadInfo {
     uint32_t tid = 0;
+    uint32_t image = 0;     // the program it ran (Profile::images)
     uint32_t pid = 0;       // its process; 0: the program's (version 1)
     unsigned order = 0;     // 1, 2, ...: the order the file names it
     bool started = false, stopped = false;
@@ -287,8 +290,32 @@ struct ThreadInfo {
 
 struct Process {
     uint32_t pid = 0, ppid = 0, how = 0;
-    std::string exe;
+    std::string exe, why;   // why: what kept it from being profiled
 };
+
+// A program that ran in a process: the one lwp-prof record started
+// (image 0), a forked child's copy of its parent, or one a profiled
+// process exec'd.  Images with the same file mappings share an address
+// space, in which their records' addresses are looked up.
+struct Image {
+    uint32_t pid = 0, ppid = 0, how = 0;    // how: 0 or LWPPROF_PROCESS_*
+    std::string exe;
+    std::vector<MapEntry> maps;
+    uint32_t space = 0;
+    std::string execd, why;     // it exec'd this, unprofiled for this
+    bool execd_followed = false;    // it exec'd a program lwp-prof followed
+};
+
+// A record's address carries its address space above the 48 bits of a
+// user-mode x86-64 address, so that equal addresses of two programs stay
+// apart in every table keyed by address
+constexpr int kSpaceShift = 48;
+constexpr uint64_t kAddrMask = (uint64_t(1) << kSpaceShift) - 1;
+
+uint64_t thread_key(uint32_t image, uint32_t tid)
+{
+    return uint64_t(image) << 32 | tid;
+}
 
 // A loaded object's file as the recording saw it (OBJECTS)
 struct ObjectId {
@@ -299,11 +326,14 @@ struct Profile {
     std::map<std::string, std::string> info;
     std::map<std::string, ObjectId> objects;    // by path
     std::vector<Process> processes;     // PROCESS chunks, in file order
-    std::vector<MapEntry> maps;
+    std::vector<Image> images = std::vector<Image>(1);
+    std::vector<uint32_t> space_image;  // an image of each address space
     std::vector<Record> records;
-    std::map<uint32_t, ThreadInfo> threads;
+    std::map<uint64_t, ThreadInfo> threads;     // by thread_key
     std::vector<std::string> notes;
-    std::vector<lwpprof_exit> exits;    // a process ran exit() or _exit()
+    std::vector<uint32_t> exits;        // an image ran exit() or _exit()
+    // while the chunks are read: the image each pid and tid runs now
+    std::map<uint32_t, uint32_t> image_of_pid, image_of_tid;
     bool has_end = false;
     lwpprof_end end{};
 };
@@ -379,6 +409,21 @@ void parse_maps(const std::string &text, std::vector<MapEntry> &out)
     }
 }
 
+// The program's pid: the process that lwp-prof record started
+uint32_t main_pid(const Profile &prof)
+{
+    auto it = prof.info.find("pid");
+    return it == prof.info.end()
+        ? 0 : uint32_t(strtoul(it->second.c_str(), nullptr, 10));
+}
+
+// The image process @pid runs now (0, the program, when it is not known)
+uint32_t image_of(const Profile *prof, uint32_t pid)
+{
+    auto it = prof->image_of_pid.find(pid);
+    return it == prof->image_of_pid.end() ? 0 : it->second;
+}
+
 // Walk the chunks: false and a reason when the file is not a whole record
 // file.  *good_end is the end of the last whole chunk.
 bool walk(const std::vector<uint8_t> &d, Profile *prof, size_t *good_end,
@@ -426,19 +471,26 @@ bool walk(const std::vector<uint8_t> &d, Profile *prof, size_t *good_end,
         if (prof) {
             switch (type) {
             case LWPPROF_INFO: {
+                // the program's; an exec'd one's adds nothing new
                 std::string text(reinterpret_cast<const char *>(p), size);
                 for (const auto &line : split(text, '\n')) {
                     size_t eq = line.find('=');
                     if (eq != std::string::npos) {
-                        prof->info[line.substr(0, eq)] = line.substr(eq + 1);
+                        prof->info.emplace(line.substr(0, eq),
+                                           line.substr(eq + 1));
                     }
                 }
                 break;
             }
-            case LWPPROF_MAPS:
-                parse_maps(std::string(reinterpret_cast<const char *>(p), size),
-                           prof->maps);
+            case LWPPROF_MAPS: {
+                // version 3: a first line "pid N"
+                std::string text(reinterpret_cast<const char *>(p), size);
+                unsigned long pid = 0;
+                sscanf(text.c_str(), "pid %lu", &pid);
+                parse_maps(text, prof->images[image_of(prof, uint32_t(pid))]
+                                     .maps);
                 break;
+            }
             case LWPPROF_RECORDS: {
                 if (size < 8 ||
                     uint64_t(rd32(p + 4)) * LWP_EVENT_RECORD_SIZE + 8 != size) {
@@ -446,15 +498,20 @@ bool walk(const std::vector<uint8_t> &d, Profile *prof, size_t *good_end,
                     return false;
                 }
                 uint32_t tid = rd32(p), n = rd32(p + 4);
-                ThreadInfo &ti = prof->threads[tid];
+                auto img = prof->image_of_tid.find(tid);
+                uint32_t image = img == prof->image_of_tid.end() ? 0
+                                                                : img->second;
+                uint64_t key = thread_key(image, tid);
+                ThreadInfo &ti = prof->threads[key];
                 if (!ti.order) {
                     ti.order = 1000000 + unsigned(prof->threads.size());
                 }
                 ti.tid = tid;
+                ti.image = image;
                 for (uint32_t i = 0; i < n; i++) {
                     const uint8_t *r = p + 8 + i * LWP_EVENT_RECORD_SIZE;
                     Record rec{r[0], r[1], uint16_t(r[2] | r[3] << 8),
-                               rd32(r + 4), rd64(r + 8), rd64(r + 16), tid};
+                               rd32(r + 4), rd64(r + 8), rd64(r + 16), key};
                     prof->records.push_back(rec);
                     ti.by_event[rec.event]++;
                 }
@@ -467,10 +524,16 @@ bool walk(const std::vector<uint8_t> &d, Profile *prof, size_t *good_end,
                 }
                 lwpprof_thread t;
                 memcpy(&t, p, sizeof(t));
-                ThreadInfo &ti = prof->threads[t.tid];
+                auto img = prof->image_of_tid.find(t.tid);
+                uint32_t image = t.kind == LWPPROF_THREAD_START ||
+                                 img == prof->image_of_tid.end()
+                    ? image_of(prof, t.pid) : img->second;
+                prof->image_of_tid[t.tid] = image;
+                ThreadInfo &ti = prof->threads[thread_key(image, t.tid)];
                 ti.order = t.seq;
                 ti.tid = t.tid;
                 ti.pid = t.pid;
+                ti.image = image;
                 if (t.kind == LWPPROF_THREAD_START) {
                     ti.started = true;
                 } else {
@@ -484,14 +547,18 @@ bool walk(const std::vector<uint8_t> &d, Profile *prof, size_t *good_end,
                 prof->notes.emplace_back(reinterpret_cast<const char *>(p),
                                          size);
                 break;
-            case LWPPROF_EXIT:
+            case LWPPROF_EXIT: {
                 if (size != sizeof(lwpprof_exit)) {
                     err = "bad EXIT chunk" + where;
                     return false;
                 }
-                prof->exits.emplace_back();
-                memcpy(&prof->exits.back(), p, sizeof(lwpprof_exit));
+                lwpprof_exit e;
+                memcpy(&e, p, sizeof(e));
+                auto img = prof->image_of_tid.find(e.tid);
+                prof->exits.push_back(img == prof->image_of_tid.end()
+                                          ? 0 : img->second);
                 break;
+            }
             case LWPPROF_OBJECTS: {
                 std::string text(reinterpret_cast<const char *>(p), size);
                 for (const auto &line : split(text, '\n')) {
@@ -509,10 +576,40 @@ bool walk(const std::vector<uint8_t> &d, Profile *prof, size_t *good_end,
                 }
                 lwpprof_process pr;
                 memcpy(&pr, p, sizeof(pr));
+                // the executable's path, then (version 3) "\n" and why it
+                // was not profiled
+                std::string text(reinterpret_cast<const char *>(p) +
+                                     sizeof(pr), size - sizeof(pr));
+                size_t nl = text.find('\n');
                 prof->processes.push_back(
-                    {pr.pid, pr.ppid, pr.how,
-                     std::string(reinterpret_cast<const char *>(p) +
-                                     sizeof(pr), size - sizeof(pr))});
+                    {pr.pid, pr.ppid, pr.how, text.substr(0, nl),
+                     nl == std::string::npos ? "" : text.substr(nl + 1)});
+                bool known = prof->image_of_pid.count(pr.pid) ||
+                             pr.pid == main_pid(*prof);
+                if (known && (pr.how == LWPPROF_PROCESS_EXECED ||
+                              pr.how == LWPPROF_PROCESS_EXEC_FOLLOWED)) {
+                    Image &old = prof->images[image_of(prof, pr.pid)];
+                    old.execd = text.substr(0, nl);
+                    old.why = prof->processes.back().why;
+                    old.execd_followed =
+                        pr.how == LWPPROF_PROCESS_EXEC_FOLLOWED;
+                }
+                if (pr.how == LWPPROF_PROCESS_FOLLOWED ||
+                    pr.how == LWPPROF_PROCESS_EXEC_FOLLOWED) {
+                    // a forked child starts as a copy of its parent
+                    Image im;
+                    im.pid = pr.pid;
+                    im.ppid = pr.ppid;
+                    im.how = pr.how;
+                    im.exe = text.substr(0, nl);
+                    if (pr.how == LWPPROF_PROCESS_FOLLOWED) {
+                        im.maps = prof->images[image_of(prof, pr.ppid)].maps;
+                    }
+                    uint32_t image = uint32_t(prof->images.size());
+                    prof->images.push_back(std::move(im));
+                    prof->image_of_pid[pr.pid] = image;
+                    prof->image_of_tid[pr.pid] = image;   // its main thread
+                }
                 break;
             }
             case LWPPROF_END:
@@ -532,6 +629,40 @@ bool walk(const std::vector<uint8_t> &d, Profile *prof, size_t *good_end,
         *good_end = off;
     }
     return true;
+}
+
+// Images that mapped the same files at the same addresses share an
+// address space (a forked child, its parent); each record's addresses
+// get theirs
+void assign_spaces(Profile &prof)
+{
+    std::map<std::string, uint32_t> by_maps;
+    for (size_t i = 0; i < prof.images.size(); i++) {
+        std::set<std::string> files;
+        for (const auto &m : prof.images[i].maps) {
+            if (!m.path.empty() && m.path[0] == '/') {
+                files.insert(std::to_string(m.start) + " " +
+                             std::to_string(m.offset) + " " + m.path);
+            }
+        }
+        std::string key;
+        for (const auto &f : files) {
+            key += f + "\n";
+        }
+        auto it = by_maps.emplace(key, uint32_t(prof.space_image.size()));
+        if (it.second) {
+            prof.space_image.push_back(uint32_t(i));
+        }
+        prof.images[i].space = it.first->second;
+    }
+    for (auto &r : prof.records) {
+        uint64_t space = uint64_t(prof.images[r.thread >> 32].space)
+                         << kSpaceShift;
+        r.ip |= space;
+        if (r.event == LWP_EVENT_ID_BRE) {
+            r.data2 |= space;
+        }
+    }
 }
 
 // With @force, a file cut short is read up to its last whole chunk, and
@@ -565,6 +696,7 @@ bool load_profile(const std::string &path, Profile &prof, std::string &err,
               "program";
         return false;
     }
+    assign_spaces(prof);
     return true;
 }
 
@@ -579,52 +711,29 @@ uint64_t interval_of(const Profile &prof, int id)
     return it == prof.info.end() ? 0 : strtoull(it->second.c_str(), nullptr, 10);
 }
 
-// The program's pid: the process that lwp-prof record started
-uint32_t main_pid(const Profile &prof)
+// Whether @image ran exit() or _exit() (an EXIT chunk of one of its
+// threads)
+bool exited(const Profile &prof, uint32_t image)
 {
-    auto it = prof.info.find("pid");
-    return it == prof.info.end()
-        ? 0 : uint32_t(strtoul(it->second.c_str(), nullptr, 10));
+    return std::find(prof.exits.begin(), prof.exits.end(), image) !=
+           prof.exits.end();
 }
 
-uint32_t pid_of(const Profile &prof, const ThreadInfo &ti)
+// How many processes ran the profiled programs
+size_t process_count(const Profile &prof)
 {
-    return ti.pid ? ti.pid : main_pid(prof);
-}
-
-// Whether process @pid ran exit() or _exit() (an EXIT chunk of one of
-// its threads)
-bool exited(const Profile &prof, uint32_t pid)
-{
-    for (const auto &e : prof.exits) {
-        auto it = prof.threads.find(e.tid);
-        if ((it == prof.threads.end() ? main_pid(prof)
-                                      : pid_of(prof, it->second)) == pid) {
-            return true;
-        }
+    std::set<uint32_t> pids;
+    for (size_t i = 0; i < prof.images.size(); i++) {
+        pids.insert(i ? prof.images[i].pid : main_pid(prof));
     }
-    return false;
-}
-
-// The processes lwp-prof followed (forked children), in the order the file
-// names them
-std::vector<const Process *> followed(const Profile &prof)
-{
-    std::vector<const Process *> r;
-    std::set<uint32_t> seen;
-    for (const auto &pr : prof.processes) {
-        if (pr.how == LWPPROF_PROCESS_FOLLOWED && seen.insert(pr.pid).second) {
-            r.push_back(&pr);
-        }
-    }
-    return r;
+    return pids.size();
 }
 
 // The processes the program started, which lwp-prof does not profile:
 // the last PROCESS chunk of each (a forked child that execs writes two)
 struct Unprofiled {
     size_t count = 0;
-    std::string main_exec;  // the program itself exec'd this, or ""
+    std::string main_exec, main_why;    // the program itself exec'd this
     std::map<std::string, size_t> by_name;  // "true", "prof-work (forked)"
 };
 
@@ -640,15 +749,18 @@ Unprofiled unprofiled(const Profile &prof)
         if (pr.pid == main_pid(prof)) {
             if (pr.how == LWPPROF_PROCESS_EXECED) {
                 u.main_exec = pr.exe;
+                u.main_why = pr.why;
             }
             continue;
         }
-        if (pr.how == LWPPROF_PROCESS_FOLLOWED) {
+        if (pr.how == LWPPROF_PROCESS_FOLLOWED ||
+            pr.how == LWPPROF_PROCESS_EXEC_FOLLOWED) {
             continue;
         }
         u.count++;
         u.by_name[basename_of(pr.exe) +
-                  (pr.how == LWPPROF_PROCESS_FORKED ? " (forked)" : "")]++;
+                  (pr.how == LWPPROF_PROCESS_FORKED ? " (forked)"
+                   : pr.why.empty() ? "" : " (" + pr.why + ")")]++;
     }
     return u;
 }
@@ -667,7 +779,8 @@ struct RecordOpts {
     std::string output, events = "ire:100000", qemu, cpu = "max,+lwp",
                 preload;
     unsigned ring_kb = 1024;
-    bool native = false, force_qemu = false, quiet = false;
+    bool native = false, force_qemu = false, quiet = false,
+         follow_exec = true;
     std::vector<std::string> argv, qemu_args;
 };
 
@@ -842,6 +955,8 @@ int cmd_record(int argc, char **argv)
             o.force_qemu = true;
         } else if (a == "--native") {
             o.native = true;
+        } else if (a == "--no-follow-exec") {
+            o.follow_exec = false;
         } else if (a == "--preload") {
             o.preload = in.value("--preload");
         } else if (a == "-q" || a == "--quiet") {
@@ -970,6 +1085,20 @@ int cmd_record(int argc, char **argv)
                1);
         if (native) {
             setenv("LD_PRELOAD", ld.c_str(), 1);
+        } else {
+            // a program the profiled one execs runs natively: the preload
+            // library in it runs it again under this qemu (run_with_lwp)
+            std::string cmd;
+            for (size_t i = 0; i + 1 < args.size() && args[i] != "-E"; i++) {
+                cmd += (i ? args[i] : absolute(args[i])) + "\n";
+            }
+            for (const auto &q : o.qemu_args) {
+                cmd += q + "\n";
+            }
+            setenv("LWP_PROF_QEMU_CMD", cmd.c_str(), 1);
+        }
+        if (!o.follow_exec) {
+            setenv("LWP_PROF_NO_FOLLOW_EXEC", "1", 1);
         }
         if (o.quiet) {
             setenv("LWP_PROF_QUIET", "1", 1);
@@ -993,6 +1122,9 @@ int cmd_record(int argc, char **argv)
     double last = 0;
     RecordCounter counter;
     for (;;) {
+        // the records of a program that ended are not "so far"
+        struct timespec ts = {0, 100 * 1000 * 1000};
+        nanosleep(&ts, nullptr);
         pid_t r = waitpid(pid, &status, WNOHANG);
         if (r == pid) {
             break;
@@ -1000,8 +1132,6 @@ int cmd_record(int argc, char **argv)
         if (r < 0 && errno != EINTR) {
             die(125, "waitpid: %s", strerror(errno));
         }
-        struct timespec ts = {0, 100 * 1000 * 1000};
-        nanosleep(&ts, nullptr);
         clock_gettime(CLOCK_MONOTONIC, &now);
         double el = double(now.tv_sec - t0.tv_sec) +
                     double(now.tv_nsec - t0.tv_nsec) / 1e9;
@@ -1062,7 +1192,7 @@ int cmd_record(int argc, char **argv)
             ? "exited with status " + std::to_string(end.code)
             : "was killed by signal " + std::to_string(end.code);
         Unprofiled u = unprofiled(prof);
-        size_t nproc = followed(prof).size() + 1;
+        size_t nproc = process_count(prof);
         fprintf(stderr, "lwp-prof: %s %s; %s from %s%s, %" PRIu64 " missed, "
                 "in %s\n", o.argv[0].c_str(), how.c_str(),
                 plural(prof.records.size(), "record").c_str(),
@@ -1083,17 +1213,26 @@ int cmd_record(int argc, char **argv)
                         kEventNames[a.first], a.second, used, used + 1);
             }
         }
+        if (prof.images.size() > 1) {
+            fprintf(stderr, "lwp-prof: %s profiled (the report lists them)"
+                    "\n", plural(prof.images.size(), "program").c_str());
+        }
         if (u.count) {
             fprintf(stderr, "lwp-prof: %s the program started %s not "
-                    "profiled (lwp-prof does not follow exec)\n",
-                    plural(u.count, "process", "processes").c_str(),
-                    u.count == 1 ? "was" : "were");
+                    "profiled:", plural(u.count, "process", "processes")
+                                     .c_str(), u.count == 1 ? "was" : "were");
+            const char *sep = " ";
+            for (const auto &n : u.by_name) {
+                fprintf(stderr, "%s%s %zu", sep, n.first.c_str(), n.second);
+                sep = ", ";
+            }
+            fputc('\n', stderr);
         }
         if (!u.main_exec.empty()) {
             fprintf(stderr, "lwp-prof: the program exec'd %s, which ran "
-                    "unprofiled: the records end there\n",
-                    u.main_exec.c_str());
-        } else if (!exited(prof, main_pid(prof))) {
+                    "unprofiled (%s): the records end there\n",
+                    u.main_exec.c_str(), u.main_why.c_str());
+        } else if (!exited(prof, image_of(&prof, main_pid(prof)))) {
             fprintf(stderr, "lwp-prof: the program did not run exit(): "
                     "records since each thread's last drain are lost\n");
         }
@@ -1107,6 +1246,7 @@ struct SymInfo {
     std::string func;       // demangled, or "[unknown]"
     std::string module;     // basename of the mapped file, or "[anon]"
     uint64_t func_start = 0, func_size = 0;
+    uint64_t func_vaddr = 0;    // func_start in its file
     bool has_sym = false;
     std::string file;       // source file of the address, "" if none
     int line = 0;
@@ -1155,15 +1295,16 @@ std::string file_build_id(const std::string &path)
     return r;
 }
 
-class Symbolizer {
+// The symbols of one address space (the files an image mapped)
+class SpaceSymbols {
 public:
     // Each loaded object the recording saw is checked against its file
     // now: one that is gone or was rebuilt (another build-id) is not used,
     // and one without a build-id whose size or mtime changed is used with
     // a warning (*warnings)
-    Symbolizer(const Profile &prof, const SymOpts &opts,
-               std::vector<std::string> *warnings)
-        : maps_(prof.maps)
+    SpaceSymbols(const std::vector<MapEntry> &maps, const Profile &prof,
+                 const SymOpts &opts, std::vector<std::string> *warnings)
+        : maps_(maps)
     {
         debuginfo_path_ = ":.debug:/usr/lib/debug";
         for (const auto &d : opts.debug_dirs) {
@@ -1200,9 +1341,9 @@ public:
         }
         dwfl_report_end(dwfl_, nullptr, nullptr);
     }
-    ~Symbolizer() { dwfl_end(dwfl_); }
-    Symbolizer(const Symbolizer &) = delete;
-    Symbolizer &operator=(const Symbolizer &) = delete;
+    ~SpaceSymbols() { dwfl_end(dwfl_); }
+    SpaceSymbols(const SpaceSymbols &) = delete;
+    SpaceSymbols &operator=(const SpaceSymbols &) = delete;
 
     const SymInfo &lookup(uint64_t ip)
     {
@@ -1262,6 +1403,10 @@ public:
         }
         if (!si.has_sym) {
             si.func = "[unknown]";
+        } else {
+            GElf_Addr bias = 0;
+            dwfl_module_getelf(si.mod, &bias);
+            si.func_vaddr = si.func_start - bias;
         }
         return cache_.emplace(ip, si).first->second;
     }
@@ -1276,7 +1421,7 @@ public:
             return false;
         }
         *biasp = bias;
-        uint64_t a = addr - bias;
+        uint64_t a = (addr & kAddrMask) - bias;
         Elf_Scn *scn = nullptr;
         while ((scn = elf_nextscn(e, scn))) {
             GElf_Shdr sh;
@@ -1536,6 +1681,56 @@ private:
 
 // ---------------------------------------------------------------- report
 
+// The symbols of every address space of a profile: an address with its
+// space (kSpaceShift) is looked up in that space's files
+class Symbolizer {
+public:
+    Symbolizer(const Profile &prof, const SymOpts &opts,
+               std::vector<std::string> *warnings)
+    {
+        std::vector<std::string> all;
+        for (uint32_t image : prof.space_image) {
+            spaces_.push_back(std::make_unique<SpaceSymbols>(
+                prof.images[image].maps, prof, opts, &all));
+        }
+        std::set<std::string> seen;     // a file once, whatever its spaces
+        for (const auto &w : all) {
+            if (seen.insert(w).second) {
+                warnings->push_back(w);
+            }
+        }
+    }
+
+    const SymInfo &lookup(uint64_t addr)
+    {
+        auto it = cache_.find(addr);
+        if (it != cache_.end()) {
+            return it->second;
+        }
+        uint64_t space = addr >> kSpaceShift;
+        SymInfo si = space < spaces_.size()
+            ? spaces_[space]->lookup(addr & kAddrMask) : SymInfo{};
+        if (space >= spaces_.size()) {
+            si.func = "[unknown]";
+            si.module = "[unmapped]";
+        }
+        si.func_start |= space << kSpaceShift;
+        return cache_.emplace(addr, si).first->second;
+    }
+
+    // The bytes of [addr, addr+size) from the module's ELF file
+    bool code(Dwfl_Module *mod, uint64_t addr, uint64_t size,
+              std::vector<uint8_t> &out, uint64_t *biasp)
+    {
+        return !spaces_.empty() &&
+               spaces_[0]->code(mod, addr & kAddrMask, size, out, biasp);
+    }
+
+private:
+    std::vector<std::unique_ptr<SpaceSymbols>> spaces_;
+    std::unordered_map<uint64_t, SymInfo> cache_;
+};
+
 // --symfs DIR and --debug-dir DIR, of report and diff
 bool sym_option(Args &args, const std::string &a, SymOpts &o)
 {
@@ -1557,13 +1752,14 @@ struct Func {
     bool has_sym = false;
     Dwfl_Module *mod = nullptr;
     uint64_t samples = 0;
-    std::map<uint64_t, uint64_t> by_ip;
+    std::map<uint64_t, uint64_t> by_ip;     // by offset in the function
 };
 
+// A function's samples in every address space are one function's
 std::string func_key(const SymInfo &s)
 {
     return s.module + "\t" + s.func + "\t" +
-           (s.has_sym ? std::to_string(s.func_start) : "");
+           (s.has_sym ? std::to_string(s.func_vaddr) : "");
 }
 
 std::string location(const SymInfo &s, uint64_t ip)
@@ -1574,7 +1770,7 @@ std::string location(const SymInfo &s, uint64_t ip)
         snprintf(buf, sizeof(buf), "+0x%" PRIx64, ip - s.func_start);
         r += buf;
     } else {
-        snprintf(buf, sizeof(buf), " 0x%" PRIx64, ip);
+        snprintf(buf, sizeof(buf), " 0x%" PRIx64, ip & kAddrMask);
         r += buf;
     }
     return r;
@@ -1648,7 +1844,7 @@ void annotate(Symbolizer &sym, const Func &f, const char *evlong)
             // At the file's addresses: the same text whatever the load
             // address was
             size_t cnt = cs_disasm(cs, code.data() + off, code.size() - off,
-                                   addr - bias, 1, &insn);
+                                   (addr & kAddrMask) - bias, 1, &insn);
             if (cnt == 1) {
                 text = std::string(insn[0].mnemonic) + "\t" + insn[0].op_str;
                 len = insn[0].size;
@@ -1660,7 +1856,7 @@ void annotate(Symbolizer &sym, const Func &f, const char *evlong)
                 len = 1;
             }
         }
-        auto it = f.by_ip.find(addr);
+        auto it = f.by_ip.find(off);
         const SymInfo &si = sym.lookup(addr);
         std::string src = src_of(si);
         lines.push_back({addr, it == f.by_ip.end() ? 0 : it->second, text,
@@ -1852,40 +2048,52 @@ int cmd_report(int argc, char **argv)
                    event_label(id), by_event[id]);
         }
     }
-    std::vector<const Process *> procs = followed(prof);
+    size_t nproc = process_count(prof);
     printf(" from %s", plural(prof.threads.size(), "thread").c_str());
-    if (!procs.empty()) {
-        printf(" in %s", plural(procs.size() + 1, "process", "processes").c_str());
+    if (nproc > 1 || prof.images.size() > 1) {
+        printf(" in %s", plural(nproc, "process", "processes").c_str());
+    }
+    if (prof.images.size() > nproc) {
+        printf(", %s", plural(prof.images.size(), "program").c_str());
     }
     printf("\n");
     Unprofiled unp = unprofiled(prof);
-    // the program's threads, then each followed process's
-    std::vector<std::pair<uint32_t, const ThreadInfo *>> tord;
-    std::map<uint32_t, size_t> proc_ix;
-    for (size_t i = 0; i < procs.size(); i++) {
-        proc_ix[procs[i]->pid] = i + 1;
-    }
+    // the program's threads, then each followed process's or program's
+    std::vector<const ThreadInfo *> tord;
     for (const auto &t : prof.threads) {
-        auto it = proc_ix.find(pid_of(prof, t.second));
-        tord.emplace_back(it == proc_ix.end() ? 0 : it->second, &t.second);
+        tord.push_back(&t.second);
     }
-    std::sort(tord.begin(), tord.end(), [](const auto &x, const auto &y) {
-        const ThreadInfo *a = x.second, *b = y.second;
-        return x.first != y.first ? x.first < y.first
+    std::sort(tord.begin(), tord.end(), [](const auto *a, const auto *b) {
+        return a->image != b->image ? a->image < b->image
                : a->order != b->order ? a->order < b->order : a->tid < b->tid;
     });
-    size_t in_proc = 0;
-    for (const auto &tp : tord) {
-        const ThreadInfo &ti = *tp.second;
-        if (tp.first != in_proc) {
-            in_proc = tp.first;
-            const Process &pr = *procs[in_proc - 1];
-            printf("    process %u (forked by %u)%s\n", pr.pid, pr.ppid,
-                   exited(prof, pr.pid) ? ""
-                   : "; it did not run exit() or _exit(): records since each "
-                     "thread's last drain are lost");
+    uint32_t in_image = 0;
+    auto image_end = [&](const Image &im, uint32_t i) -> std::string {
+        if (!im.execd.empty()) {
+            return im.execd_followed
+                ? "; it exec'd " + im.execd
+                : "; it exec'd " + im.execd + ", which ran unprofiled (" +
+                      im.why + ")";
         }
-        printf("%s    thread %u (tid %u): ", in_proc ? "  " : "", ti.order,
+        return exited(prof, i) ? ""
+               : "; it did not run exit() or _exit(): records since each "
+                 "thread's last drain are lost";
+    };
+    for (const ThreadInfo *tp : tord) {
+        const ThreadInfo &ti = *tp;
+        const Image &im = prof.images[ti.image];
+        if (ti.image != in_image) {
+            in_image = ti.image;
+            if (im.how == LWPPROF_PROCESS_FOLLOWED) {
+                printf("    process %u (forked by %u)%s\n", im.pid, im.ppid,
+                       image_end(im, in_image).c_str());
+            } else {
+                printf("    process %u (child of %u) exec'd %s%s\n", im.pid,
+                       im.ppid, im.exe.c_str(),
+                       image_end(im, in_image).c_str());
+            }
+        }
+        printf("%s    thread %u (tid %u): ", in_image ? "  " : "", ti.order,
                ti.tid);
         bool first = true;
         for (int id = 1; id < 256; id++) {
@@ -1903,22 +2111,26 @@ int cmd_report(int argc, char **argv)
         }
         if (!ti.stopped) {
             printf("; %s: records after its last drain are lost",
-                   unp.main_exec.empty() ? "still running at exit"
-                                         : "ended by exec");
+                   im.execd.empty() ? "still running at exit"
+                                    : "ended by exec");
         }
         printf("\n");
     }
+    if (prof.images.size() > 1 && !prof.images[0].execd.empty()) {
+        printf("  the program exec'd %s%s\n", prof.images[0].execd.c_str(),
+               prof.images[0].execd_followed ? ", profiled (above)" : "");
+    }
     if (!unp.main_exec.empty()) {
-        printf("  warning: the program exec'd %s, which ran unprofiled (lwp-prof "
-               "does not follow exec): the records end there\n",
-               unp.main_exec.c_str());
-    } else if (!exited(prof, main_pid(prof))) {
+        printf("  warning: the program exec'd %s, which ran unprofiled (%s): "
+               "the records end there\n", unp.main_exec.c_str(),
+               unp.main_why.c_str());
+    } else if (!exited(prof, image_of(&prof, main_pid(prof)))) {
         printf("  warning: the program did not run exit(); records since "
                "each thread's last drain are lost\n");
     }
     if (unp.count) {
-        printf("  not profiled: %s the program started (lwp-prof does not "
-               "follow exec):", plural(unp.count, "process", "processes").c_str());
+        printf("  not profiled: %s the program started:",
+               plural(unp.count, "process", "processes").c_str());
         const char *sep = " ";
         for (const auto &n : unp.by_name) {
             printf("%s%s %zu", sep, n.first.c_str(), n.second);
@@ -1956,7 +2168,7 @@ int cmd_report(int argc, char **argv)
             }
         }
         f.samples++;
-        f.by_ip[r.ip]++;
+        f.by_ip[r.ip - si.func_start]++;
         total++;
     }
     std::vector<const Func *> order;
@@ -2176,7 +2388,7 @@ int cmd_report(int argc, char **argv)
             return frame_ix[json_key] = frames.size() - 1;
         };
         using Stack = std::pair<size_t, size_t>;
-        std::map<uint32_t, std::vector<Stack>> stacks;     // per thread
+        std::map<uint64_t, std::vector<Stack>> stacks;     // per thread
         for (const auto &r : prof.records) {
             if (r.event != ev) {
                 continue;
@@ -2193,10 +2405,10 @@ int cmd_report(int argc, char **argv)
                 }
             }
             fj += "}";
-            stacks[r.tid].emplace_back(m, frame("f\t" + func_key(si), fj));
+            stacks[r.thread].emplace_back(m, frame("f\t" + func_key(si), fj));
         }
         // per thread: the stacks and the samples each stands for
-        std::map<uint32_t, std::vector<std::pair<Stack, uint64_t>>> samples;
+        std::map<uint64_t, std::vector<std::pair<Stack, uint64_t>>> samples;
         for (const auto &t : stacks) {
             const std::vector<Stack> &v = t.second;
             auto &outv = samples[t.first];
@@ -2241,7 +2453,8 @@ int cmd_report(int argc, char **argv)
             }
             fprintf(out, "%s{\"type\":\"sampled\",\"name\":\"thread %u\","
                     "\"unit\":\"none\",\"startValue\":0,\"endValue\":%" PRIu64
-                    ",\"samples\":[", firstp ? "" : ",", t.first, n * w);
+                    ",\"samples\":[", firstp ? "" : ",", uint32_t(t.first),
+                    n * w);
             firstp = false;
             for (size_t i = 0; i < t.second.size(); i++) {
                 fprintf(out, "%s[%zu,%zu]", i ? "," : "",

@@ -25,9 +25,12 @@
  *                       and work_c with it blocked, kill() and
  *                       sigtimedwait, then raise() with a handler and
  *                       unblocks it; prints what it got
- *   prof-work children  forks two children that exit at once, and runs
- *                       `true` with posix_spawnp, then runs work_a
- *   prof-work exec      execs /bin/true
+ *   prof-work children [PROG]
+ *                       forks two children that exit at once, runs `true`
+ *                       with posix_spawnp (and PROG with posix_spawn),
+ *                       then runs work_a
+ *   prof-work exec [PROG ARGS]
+ *                       execs PROG with ARGS (argv[0] PROG), or /bin/true
  *   prof-work fork      forks a child that runs work_b and returns from
  *                       main, then one that runs work_c and calls _exit,
  *                       then runs work_a
@@ -200,10 +203,10 @@ static void wait_sigio(void)
            sigismember(&now, SIGIO), io_count);
 }
 
-/* "children": three processes, none of them profiled */
-static void start_children(void)
+/* "children": two forked children, `true` and @prog */
+static void start_children(char *prog)
 {
-    char *argv[] = { "true", NULL };
+    char *argv[] = { "true", NULL }, *pargv[] = { prog, NULL };
     pid_t pid;
     int i;
 
@@ -215,6 +218,9 @@ static void start_children(void)
         waitpid(pid, NULL, 0);
     }
     if (posix_spawnp(&pid, "true", NULL, NULL, argv, environ) == 0) {
+        waitpid(pid, NULL, 0);
+    }
+    if (prog && posix_spawn(&pid, prog, NULL, NULL, pargv, environ) == 0) {
         waitpid(pid, NULL, 0);
     }
     work_a();
@@ -252,7 +258,7 @@ int main(int argc, char **argv)
     } else if (!strcmp(mode, "sigwait")) {
         wait_sigio();
     } else if (!strcmp(mode, "children")) {
-        start_children();
+        start_children(argc > 2 ? argv[2] : NULL);
     } else if (!strcmp(mode, "b2")) {
         work_a();
         work_b();
@@ -275,7 +281,11 @@ int main(int argc, char **argv)
         waitpid(pid, NULL, 0);
         work_a();
     } else if (!strcmp(mode, "exec")) {
-        execl("/bin/true", "true", (char *)NULL);
+        if (argc > 2) {
+            execv(argv[2], argv + 2);
+        } else {
+            execl("/bin/true", "true", (char *)NULL);
+        }
         return 1;
     } else {
         work_a();

@@ -304,18 +304,23 @@ check "waits for its own SIGIO: no records missed" \
 exact "SIGIO blocked by the program" "$OUT/sigwait.report" "$OUT/sigwait.counts" 100
 
 # --- the progress line (every 0.5 s on a terminal, which `script` gives)
-# counts the records in the file, not its bytes: sleep stores a record or
-# two in its ring (half of which must fill before a drain), written at
-# exit, so every progress line says 0
+# counts the records in the file, not its bytes / 32: sleep stores a
+# record or two, written at exit (its MAPS and OBJECTS chunks alone are
+# over a hundred 32-byte units), so no progress line says more records than
+# the file ends with.  (A line can say them: qemu's own exit can take
+# longer than the 0.1 s between the checks.)
 script -qec "'$P' record -o '$OUT/sleep.lwpprof' -- sleep 1.2" /dev/null 2>&1 |
     tr '\r' '\n' | grep "records so far" >"$OUT/sleep.progress"
-check "progress: $(wc -l <"$OUT/sleep.progress") lines on a terminal, each with 0 records so far" \
-    sh -c "test -s '$OUT/sleep.progress' && ! grep -qv ' 0 records so far' '$OUT/sleep.progress'"
+"$P" report -s - "$OUT/sleep.lwpprof" >"$OUT/sleep.report" 2>&1
+n=$(sed -nE 's/^  records: ([0-9]+).*/\1/p' "$OUT/sleep.report")
+check "progress: $(wc -l <"$OUT/sleep.progress") lines on a terminal, none with more than the file's ${n:-?} records" \
+    sh -c "test -s '$OUT/sleep.progress' && test -n '$n' && ! awk '\$4 > $n {bad = 1} END {exit !bad}' '$OUT/sleep.progress'"
 
 # --- other processes.  prof-work children forks two children that exit
-# at once (followed) and runs `true` (posix_spawnp: exec'd, counted, not
-# profiled); prof-work exec execs /bin/true, whose status becomes the
-# program's
+# at once (followed), runs `true` (posix_spawnp: exec'd natively by qemu,
+# run again under qemu by the preload library in it, profiled) and
+# prof-static (posix_spawn: statically linked, so counted, not profiled);
+# prof-work exec execs /bin/true, whose status becomes the program's
 profile() { # TAG ARGS...: record prof-work ARGS (status in $rc), report
     local tag=$1
     shift
@@ -323,22 +328,66 @@ profile() { # TAG ARGS...: record prof-work ARGS (status in $rc), report
     rc=$?
     "$P" report -s - "$OUT/$tag.lwpprof" >"$OUT/$tag.report" 2>&1
 }
-profile children children
+TRUE=$(readlink -f /bin/true)
+line_after() { # RE1 FILE RE2: the line after one that matches RE1 matches RE2
+    grep -A1 -E "$1" "$2" | tail -n 1 | grep -qE "$3"
+}
+profile children children "$OUT/prof-static"
 check "children: record exits 0" test $rc = 0
-check "children: record says that 1 process was not profiled" \
-    grep -q "^lwp-prof: 1 process the program started was not profiled" "$OUT/children.stderr"
-check "children: the report names it: true" \
-    grep -qE '^  not profiled: 1 process .*: true 1$' "$OUT/children.report"
+check "children: record says 4 programs were profiled" \
+    grep -q "^lwp-prof: 4 programs profiled" "$OUT/children.stderr"
+check "children: record says that 1 process was not profiled: prof-static, statically linked" \
+    grep -q "^lwp-prof: 1 process the program started was not profiled: prof-static (statically linked) 1$" "$OUT/children.stderr"
+check "children: the report says so too" \
+    grep -qE '^  not profiled: 1 process the program started: prof-static \(statically linked\) 1$' "$OUT/children.report"
 check "children: the report lists the 2 forked children as processes" \
     test "$(grep -cE '^    process [0-9]+ \(forked by [0-9]+\)$' "$OUT/children.report")" = 2
+check "children: the report lists true, which posix_spawnp ran, as a process with a thread" \
+    line_after "^    process [0-9]+ \(child of [0-9]+\) exec'd $TRUE\$" "$OUT/children.report" \
+    '^      thread 1 \(tid [0-9]+\): '
 profile exec exec
 check "exec: record exits with true's status (0)" test $rc = 0
-check "exec: record says that the program exec'd true, unprofiled" \
-    grep -q "^lwp-prof: the program exec'd [^ ]*/true, which ran unprofiled" "$OUT/exec.stderr"
-check "exec: so does the report" \
-    grep -q "^  warning: the program exec'd [^ ]*/true, which ran unprofiled" "$OUT/exec.report"
-check "exec: neither says 'did not run exit()'" \
-    sh -c "! grep -q 'did not run exit' '$OUT/exec.report' '$OUT/exec.stderr'"
+check "exec: record says 2 programs were profiled" \
+    grep -q "^lwp-prof: 2 programs profiled" "$OUT/exec.stderr"
+main_tid=$(sed -nE 's/^    thread 1 \(tid ([0-9]+)\).*/\1/p' "$OUT/exec.report" | head -n 1)
+check "exec: the report lists true in the program's process ($main_tid), exec'd" \
+    grep -qE "^    process ${main_tid:-x} \(child of [0-9]+\) exec'd $TRUE\$" "$OUT/exec.report"
+check "exec: the report says the program exec'd it, profiled" \
+    grep -q "^  the program exec'd $TRUE, profiled (above)$" "$OUT/exec.report"
+check "exec: neither says 'did not run exit()' nor 'unprofiled'" \
+    sh -c "! grep -qE 'did not run exit|unprofiled' '$OUT/exec.report' '$OUT/exec.stderr'"
+check "exec: the thread that exec'd lost no records" \
+    sh -c "! grep -q 'ended by exec' '$OUT/exec.report'"
+# a statically linked program cannot load the recorder: counted, the
+# records end at the exec, and its status is the program's
+profile execstatic exec "$OUT/prof-static" 7
+check "exec of a static program: record exits with its status (0)" test $rc = 0
+check "exec of a static program: record says it ran unprofiled, statically linked" \
+    grep -q "^lwp-prof: the program exec'd $OUT/prof-static, which ran unprofiled (statically linked): the records end there$" "$OUT/execstatic.stderr"
+check "exec of a static program: so does the report" \
+    grep -q "^  warning: the program exec'd $OUT/prof-static, which ran unprofiled (statically linked): the records end there$" "$OUT/execstatic.report"
+check "exec of a static program: neither says 'did not run exit()'" \
+    sh -c "! grep -q 'did not run exit' '$OUT/execstatic.report' '$OUT/execstatic.stderr'"
+# followed exactly: prof-work exec prof-work runs work_a, work_b and
+# work_c in the program that prof-work exec'd, under a second qemu-x86_64
+# whose plugin counts it (exec does not run the first one's atexit)
+plug=(--qemu-arg -plugin --qemu-arg "$OUT/insn-count.so,out=$OUT/execw.counts")
+rm -f "$OUT/execw.counts"
+"$P" record -e ire:$I "${plug[@]}" -o "$OUT/execw.lwpprof" -- "$W" exec "$W" >"$OUT/execw.stdout" 2>"$OUT/execw.stderr"
+check "exec of prof-work: record exits 0" test $? = 0
+"$P" report --top 0 -s - "$OUT/execw.lwpprof" >"$OUT/execw.report" 2>&1
+check "exec of prof-work: the exec'd prof-work ran to its end" \
+    grep -qx "prof-work  done" "$OUT/execw.stdout"
+check "exec of prof-work: 1 process, 2 programs" \
+    grep -qE '^  records: [0-9]+, ire [0-9]+ from 2 threads in 1 process, 2 programs$' "$OUT/execw.report"
+exact "exec of prof-work" "$OUT/execw.report" "$OUT/execw.counts"
+check "exec of prof-work: its samples are in the exec'd program's thread" \
+    line_after "^    process [0-9]+ \(child of [0-9]+\) exec'd $W\$" "$OUT/execw.report" \
+    '^      thread 1 \(tid [0-9]+\): ire [0-9]+$'
+# --no-follow-exec: counted, not profiled, as before following
+"$P" record --no-follow-exec -e ire:$I -o "$OUT/nofollow.lwpprof" -- "$W" exec >/dev/null 2>"$OUT/nofollow.stderr"
+check "--no-follow-exec: the exec'd true is counted, not profiled" \
+    grep -q "^lwp-prof: the program exec'd $TRUE, which ran unprofiled (record --no-follow-exec): the records end there$" "$OUT/nofollow.stderr"
 # followed: prof-work fork runs work_b in a child that returns from main,
 # work_c in one that calls _exit, work_a itself; each function's samples
 # are its count by hand / (N+1), within one, the 3 processes have a thread
