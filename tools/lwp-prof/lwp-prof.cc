@@ -719,6 +719,27 @@ bool exited(const Profile &prof, uint32_t image)
            prof.exits.end();
 }
 
+// Whether the report lists thread @ti: not the thread of a forked child
+// that only exec'd (the copy of its parent, before the exec, no records)
+bool listed(const Profile &prof, const ThreadInfo &ti)
+{
+    for (uint64_t n : ti.by_event) {
+        if (n) {
+            return true;
+        }
+    }
+    return !prof.images[ti.image].execd_followed;
+}
+
+size_t thread_count(const Profile &prof)
+{
+    size_t n = 0;
+    for (const auto &t : prof.threads) {
+        n += listed(prof, t.second);
+    }
+    return n;
+}
+
 // How many processes ran the profiled programs
 size_t process_count(const Profile &prof)
 {
@@ -1196,7 +1217,7 @@ int cmd_record(int argc, char **argv)
         fprintf(stderr, "lwp-prof: %s %s; %s from %s%s, %" PRIu64 " missed, "
                 "in %s\n", o.argv[0].c_str(), how.c_str(),
                 plural(prof.records.size(), "record").c_str(),
-                plural(prof.threads.size(), "thread").c_str(),
+                plural(thread_count(prof), "thread").c_str(),
                 nproc > 1 ? (" in " + plural(nproc, "process", "processes"))
                                 .c_str() : "",
                 missed, o.output.c_str());
@@ -2049,7 +2070,7 @@ int cmd_report(int argc, char **argv)
         }
     }
     size_t nproc = process_count(prof);
-    printf(" from %s", plural(prof.threads.size(), "thread").c_str());
+    printf(" from %s", plural(thread_count(prof), "thread").c_str());
     if (nproc > 1 || prof.images.size() > 1) {
         printf(" in %s", plural(nproc, "process", "processes").c_str());
     }
@@ -2058,43 +2079,75 @@ int cmd_report(int argc, char **argv)
     }
     printf("\n");
     Unprofiled unp = unprofiled(prof);
-    // the program's threads, then each followed process's or program's
+    // the program's threads, then each followed process's, a process's
+    // programs in the order it exec'd them
+    std::map<uint32_t, std::vector<uint32_t>> of_pid;  // its images
+    std::map<uint32_t, size_t> pid_order;
+    for (uint32_t i = 0; i < prof.images.size(); i++) {
+        uint32_t pid = i ? prof.images[i].pid : main_pid(prof);
+        of_pid[pid].push_back(i);
+        pid_order.emplace(pid, pid_order.size());
+    }
+    auto pid_of_image = [&](uint32_t i) {
+        return i ? prof.images[i].pid : main_pid(prof);
+    };
+    auto exe_of = [&](uint32_t i) {
+        return i ? prof.images[i].exe : prof.info["exe"];
+    };
     std::vector<const ThreadInfo *> tord;
     for (const auto &t : prof.threads) {
-        tord.push_back(&t.second);
+        if (listed(prof, t.second)) {
+            tord.push_back(&t.second);
+        }
     }
-    std::sort(tord.begin(), tord.end(), [](const auto *a, const auto *b) {
-        return a->image != b->image ? a->image < b->image
+    std::sort(tord.begin(), tord.end(), [&](const auto *a, const auto *b) {
+        size_t pa = pid_order[pid_of_image(a->image)],
+               pb = pid_order[pid_of_image(b->image)];
+        return pa != pb ? pa < pb
+               : a->image != b->image ? a->image < b->image
                : a->order != b->order ? a->order < b->order : a->tid < b->tid;
     });
-    uint32_t in_image = 0;
-    auto image_end = [&](const Image &im, uint32_t i) -> std::string {
-        if (!im.execd.empty()) {
-            return im.execd_followed
-                ? "; it exec'd " + im.execd
-                : "; it exec'd " + im.execd + ", which ran unprofiled (" +
-                      im.why + ")";
+    auto image_end = [&](uint32_t i) -> std::string {
+        const Image &im = prof.images[i];
+        if (!im.execd.empty() && !im.execd_followed) {
+            return "; it exec'd " + im.execd + ", which ran unprofiled (" +
+                   im.why + ")";
         }
-        return exited(prof, i) ? ""
+        return exited(prof, i) || !im.execd.empty() ? ""
                : "; it did not run exit() or _exit(): records since each "
                  "thread's last drain are lost";
     };
+    uint32_t in_pid = main_pid(prof);
     for (const ThreadInfo *tp : tord) {
         const ThreadInfo &ti = *tp;
         const Image &im = prof.images[ti.image];
-        if (ti.image != in_image) {
-            in_image = ti.image;
-            if (im.how == LWPPROF_PROCESS_FOLLOWED) {
-                printf("    process %u (forked by %u)%s\n", im.pid, im.ppid,
-                       image_end(im, in_image).c_str());
-            } else {
-                printf("    process %u (child of %u) exec'd %s%s\n", im.pid,
-                       im.ppid, im.exe.c_str(),
-                       image_end(im, in_image).c_str());
+        uint32_t pid = pid_of_image(ti.image);
+        const std::vector<uint32_t> &imgs = of_pid[pid];
+        if (pid != in_pid) {
+            in_pid = pid;
+            const Image &first = prof.images[imgs[0]];
+            std::string progs;
+            for (uint32_t i : imgs) {
+                if (prof.images[i].how == LWPPROF_PROCESS_EXEC_FOLLOWED) {
+                    progs += (progs.empty() ? "" : ", then ") +
+                             prof.images[i].exe;
+                }
             }
+            printf("    process %u (%s %u)%s%s%s\n", pid,
+                   first.how == LWPPROF_PROCESS_FOLLOWED ? "forked by"
+                                                         : "child of",
+                   first.ppid,
+                   progs.empty() ? ""
+                   : first.how == LWPPROF_PROCESS_FOLLOWED ? ", exec'd "
+                                                           : ": ",
+                   progs.c_str(), image_end(imgs.back()).c_str());
         }
-        printf("%s    thread %u (tid %u): ", in_image ? "  " : "", ti.order,
-               ti.tid);
+        printf("%s    thread %u (tid %u)", pid != main_pid(prof) ? "  " : "",
+               ti.order, ti.tid);
+        if (imgs.size() > 1) {
+            printf(" in %s", basename_of(exe_of(ti.image)).c_str());
+        }
+        printf(": ");
         bool first = true;
         for (int id = 1; id < 256; id++) {
             if (ti.by_event[id]) {

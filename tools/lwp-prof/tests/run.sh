@@ -343,15 +343,15 @@ check "children: the report says so too" \
 check "children: the report lists the 2 forked children as processes" \
     test "$(grep -cE '^    process [0-9]+ \(forked by [0-9]+\)$' "$OUT/children.report")" = 2
 check "children: the report lists true, which posix_spawnp ran, as a process with a thread" \
-    line_after "^    process [0-9]+ \(child of [0-9]+\) exec'd $TRUE\$" "$OUT/children.report" \
+    line_after "^    process [0-9]+ \(child of [0-9]+\): $TRUE\$" "$OUT/children.report" \
     '^      thread 1 \(tid [0-9]+\): '
 profile exec exec
 check "exec: record exits with true's status (0)" test $rc = 0
 check "exec: record says 2 programs were profiled" \
     grep -q "^lwp-prof: 2 programs profiled" "$OUT/exec.stderr"
 main_tid=$(sed -nE 's/^    thread 1 \(tid ([0-9]+)\).*/\1/p' "$OUT/exec.report" | head -n 1)
-check "exec: the report lists true in the program's process ($main_tid), exec'd" \
-    grep -qE "^    process ${main_tid:-x} \(child of [0-9]+\) exec'd $TRUE\$" "$OUT/exec.report"
+check "exec: the report lists true's thread in the program's process (tid $main_tid)" \
+    grep -qE "^    thread 1 \(tid ${main_tid:-x}\) in true: " "$OUT/exec.report"
 check "exec: the report says the program exec'd it, profiled" \
     grep -q "^  the program exec'd $TRUE, profiled (above)$" "$OUT/exec.report"
 check "exec: neither says 'did not run exit()' nor 'unprofiled'" \
@@ -382,8 +382,8 @@ check "exec of prof-work: 1 process, 2 programs" \
     grep -qE '^  records: [0-9]+, ire [0-9]+ from 2 threads in 1 process, 2 programs$' "$OUT/execw.report"
 exact "exec of prof-work" "$OUT/execw.report" "$OUT/execw.counts"
 check "exec of prof-work: its samples are in the exec'd program's thread" \
-    line_after "^    process [0-9]+ \(child of [0-9]+\) exec'd $W\$" "$OUT/execw.report" \
-    '^      thread 1 \(tid [0-9]+\): ire [0-9]+$'
+    line_after "^    thread 1 \(tid [0-9]+\) in prof-work: ire [0-9]{1,3}$" "$OUT/execw.report" \
+    '^    thread 1 \(tid [0-9]+\) in prof-work: ire [0-9]{4}$'
 # --no-follow-exec: counted, not profiled, as before following
 "$P" record --no-follow-exec -e ire:$I -o "$OUT/nofollow.lwpprof" -- "$W" exec >/dev/null 2>"$OUT/nofollow.stderr"
 check "--no-follow-exec: the exec'd true is counted, not profiled" \
