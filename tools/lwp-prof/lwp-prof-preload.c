@@ -27,8 +27,9 @@
  *   ours).
  * - pthread_sigmask and sigprocmask are interposed to keep SIGIO
  *   unblocked; a SIGIO of the program's own that comes while the program
- *   blocks it is held until the program unblocks it or takes it with
- *   sigwait, sigwaitinfo or sigtimedwait (interposed too, with sigpending).
+ *   blocks it is held until the program unblocks it (sigsuspend too) or
+ *   takes it with sigwait, sigwaitinfo or sigtimedwait (interposed too,
+ *   with sigpending).
  *
  * - fork is followed: the child gets its own LWPCB and ring
  *   (child_after_fork), its chunks carry its pid.
@@ -800,6 +801,50 @@ int sigwait(const sigset_t *set, int *sig)
     return 0;
 }
 
+/* The next definition of @name (the libc function this one hooks) */
+static void *real_fn(void **slot, const char *name)
+{
+    if (!*slot) {
+        *slot = dlsym(RTLD_NEXT, name);
+    }
+    return *slot;
+}
+
+/*
+ * sigsuspend: LWP's threshold signal stays unblocked during the wait (it
+ * may wake it: a signal was caught).  A SIGIO held for the program, which
+ * @mask unblocks, is the signal it waits for: sent again, it is caught at
+ * once and sigsuspend returns.
+ */
+int sigsuspend(const sigset_t *mask)
+{
+    static void *real;
+    int (*fn)(const sigset_t *);
+    int was = io_blocked, r;
+    sigset_t tmp;
+
+    *(void **)&fn = real_fn(&real, "sigsuspend");
+    if (!fn) {
+        errno = ENOSYS;
+        return -1;
+    }
+    if (g.fd < 0) {
+        return fn(mask);
+    }
+    io_blocked = sigismember(mask, SIGIO) == 1;
+    if (!io_blocked && __atomic_load_n(&g.io_held, __ATOMIC_ACQUIRE)) {
+        release_sigio();    /* its handler runs before this returns */
+        io_blocked = was;
+        errno = EINTR;
+        return -1;
+    }
+    tmp = *mask;
+    sigdelset(&tmp, SIGIO);
+    r = fn(&tmp);
+    io_blocked = was;
+    return r;
+}
+
 int sigpending(sigset_t *set)
 {
     int r = syscall(SYS_rt_sigpending, set, _NSIG / 8);
@@ -1556,14 +1601,6 @@ static void before_exec(const char *file, int search)
         put_stop(t);    /* its records end here, unless the exec fails */
     }
     real_sigmask(SIG_SETMASK, &old, NULL);
-}
-
-static void *real_fn(void **slot, const char *name)
-{
-    if (!*slot) {
-        *slot = dlsym(RTLD_NEXT, name);
-    }
-    return *slot;
 }
 
 int execve(const char *path, char *const argv[], char *const envp[])

@@ -24,7 +24,8 @@
  *                       it, raise() and sigwaitinfo, runs work_a, work_b
  *                       and work_c with it blocked, kill() and
  *                       sigtimedwait, then raise() with a handler and
- *                       unblocks it; prints what it got
+ *                       unblocks it, then raise() blocked and
+ *                       sigsuspend; prints what it got
  *   prof-work children [PROG]
  *                       forks two children that exit at once, runs `true`
  *                       with posix_spawnp (and PROG with posix_spawn),
@@ -47,6 +48,7 @@
  */
 #define _GNU_SOURCE
 #include <cpuid.h>
+#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
@@ -173,6 +175,7 @@ static void wait_sigio(void)
     struct timespec ten = { 10, 0 };
     sigset_t io, now;
     siginfo_t si;
+    int r;
 
     sigemptyset(&io);
     sigaddset(&io, SIGIO);
@@ -201,6 +204,12 @@ static void wait_sigio(void)
     sigpending(&now);
     printf("unblocked: SIGIO pending: %d, handled: %d\n",
            sigismember(&now, SIGIO), io_count);
+    /* the pending SIGIO wakes sigsuspend at once */
+    sigprocmask(SIG_BLOCK, &io, &now);
+    raise(SIGIO);
+    r = sigsuspend(&now);
+    printf("sigsuspend: %d (%s), handled: %d\n", r,
+           r < 0 && errno == EINTR ? "EINTR" : "?", io_count);
 }
 
 /* "children": two forked children, `true` and @prog */
