@@ -16,7 +16,9 @@
  * the handler runs.  Each event setting must have no late signal; so
  * must LWP off, the control, which shows that SPIN_LIMIT is enough.
  * Each setting prints the median and the largest delay, in spin trips
- * between the sender's go and the handler, beside the control's
+ * between the sender's go, given once pthread_kill has returned (so that
+ * a sender that the host preempts in between delays no signal), and the
+ * handler, beside the control's
  * (docs/benchmarks.md); they depend on the host's signal delivery and
  * scheduling, so no check is made of them.
  *
@@ -48,8 +50,9 @@ static void *sender(void *arg)
 {
     (void)arg;
     for (unsigned i = 1; i <= SIGNALS; i++) {
-        atomic_store(&sent, i);
+        /* the go once it is sent: no trips while the host preempts us */
         pthread_kill(main_thr, SIGUSR1);
+        atomic_store(&sent, i);
         while (atomic_load(&acked) != i) {
             sched_yield();
         }
