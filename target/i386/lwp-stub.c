@@ -11,6 +11,7 @@
 #include "qemu/osdep.h"
 #include "lwp-engine.h"
 #include "pmu-engine.h"
+#include "bpred-engine.h"
 
 /* Reachable: CPUID 8000_001C, when the xlevel reaches it */
 uint32_t lwp_cpuid_eax(uint64_t xcr0, uint64_t lwp_cfg, uint32_t edx)
@@ -204,6 +205,17 @@ uint64_t pmu_misc_enable_bits(const PmuProfile *p)
 void pmu_reset(const PmuProfile *p, const PmuRegs *r)
 {
     g_assert_not_reached();
+}
+
+void bpred_reset(BpredState *s)
+{
+    g_assert_not_reached();
+}
+
+/* Reachable: an incoming migration stream with the cpu/bpred subsection */
+bool bpred_state_valid(const BpredState *s)
+{
+    return false;
 }
 
 bool pmu_owns_msr(const PmuProfile *p, uint32_t msr)

@@ -512,6 +512,180 @@ static void test_pmi(void)
 }
 
 /*
+ * BR_MISP_RETIRED (C5H) against the branch-predictor model of
+ * docs/branch-predictor.md, at CPL 0.  The model takes branches only
+ * while a counter counts mispredictions, so each sequence below starts
+ * from counters of 1 (RESET, weakly not taken) at its own branches'
+ * slots (they are in one 4 KiB page, so no two share one), an empty BTB
+ * entry, and a return stack that 20 calls overwrite entirely.
+ * GLOBAL_CTRL := 0xf enables PMC0-3: C5H 00H (all), C5H 01H
+ * (conditional), C5H 02H (near call) and C4H 00H (all branches retired).
+ */
+#define ASM_ENABLE_PMC0_3               \
+    "mov $0x38f, %%ecx\n\t"             \
+    "mov $0xf, %%eax\n\t"               \
+    "xor %%edx, %%edx\n\t"              \
+    "wrmsr\n\t"
+
+static void misp_setup(void)
+{
+    wrmsr(MSR_IA32_PERFEVTSEL0, 0x4200c5);
+    wrmsr(MSR_IA32_PERFEVTSEL0 + 1, 0x4201c5);
+    wrmsr(MSR_IA32_PERFEVTSEL0 + 2, 0x4202c5);
+    wrmsr(MSR_IA32_PERFEVTSEL0 + 3, 0x4200c4);
+    pmu_zero();
+}
+
+static void misp_read(u64 v[4])
+{
+    unsigned i;
+
+    for (i = 0; i < 4; i++) {
+        v[i] = rdmsr(MSR_IA32_PMC0 + i);
+    }
+}
+
+static void misp_report(const char *what, u64 all, u64 cond, u64 call,
+                        u64 br)
+{
+    u64 v[4];
+
+    misp_read(v);
+    report(v[0] == all && v[1] == cond && v[2] == call && v[3] == br,
+           "%s - expect mispredicted %lu, conditional %lu, near call %lu; "
+           "branches %lu (got %lu, %lu, %lu; %lu)", what,
+           (unsigned long)all, (unsigned long)cond, (unsigned long)call,
+           (unsigned long)br, (unsigned long)v[0], (unsigned long)v[1],
+           (unsigned long)v[2], (unsigned long)v[3]);
+}
+
+/* @n iterations of DEC/JNZ, the same JNZ every call (not inlined) */
+static void __attribute__((noinline)) misp_loop(u64 n)
+{
+    asm volatile(ASM_ENABLE_PMC0_3
+                 "mov %[n], %%rbx\n\t"
+                 "1: dec %%rbx\n\t"
+                 "jnz 1b\n\t"
+                 ASM_DISABLE_ALL
+                 : : [n] "r"(n) : "rax", "rbx", "rcx", "rdx", "memory");
+}
+
+extern char misp_pmi_top[];
+
+static void test_mispredicts(void)
+{
+    const u64 n = 1000;
+
+    misp_setup();
+    misp_loop(n);
+    /* JNZ: T at counter 1 (mispredicted), T..., N at counter 3 (again) */
+    misp_report("first run of a loop", 2, 2, 0, n);
+    misp_setup();
+    misp_loop(n);
+    /* the counter is 2 after the first run: only the exit */
+    misp_report("second run of the same loop", 1, 1, 0, n);
+
+    misp_setup();
+    /* JZ alternates T, N, T... from counter 1: every one mispredicted */
+    asm volatile(ASM_ENABLE_PMC0_3
+                 "mov %[n], %%rbx\n\t"
+                 "1: test $1, %%bl\n\t"
+                 "jz 2f\n\t"
+                 "nop\n\t"
+                 "2: dec %%rbx\n\t"
+                 "jnz 1b\n\t"
+                 ASM_DISABLE_ALL
+                 : : [n] "r"(n) : "rax", "rbx", "rcx", "rdx", "memory");
+    misp_report("a branch that alternates, in a loop", n + 2, n + 2, 0,
+                2 * n);
+
+    misp_setup();
+    /* one indirect JMP, the same target each time: the first misses */
+    asm volatile("lea 3f(%%rip), %%rsi\n\t"
+                 ASM_ENABLE_PMC0_3
+                 "mov %[n], %%rbx\n\t"
+                 "1: jmp *%%rsi\n\t"
+                 "3: dec %%rbx\n\t"
+                 "jnz 1b\n\t"
+                 ASM_DISABLE_ALL
+                 : : [n] "r"(n) : "rax", "rbx", "rcx", "rdx", "rsi",
+                   "memory");
+    misp_report("an indirect JMP to one target", 3, 2, 0, 2 * n);
+
+    misp_setup();
+    /*
+     * one indirect CALL to two targets in turn: every one mispredicted;
+     * each RET returns where the return stack says
+     */
+    asm volatile("lea 4f(%%rip), %%rsi\n\t"
+                 "lea 5f(%%rip), %%rdi\n\t"
+                 ASM_ENABLE_PMC0_3
+                 "mov %[n], %%rbx\n\t"
+                 "1: xchg %%rsi, %%rdi\n\t"
+                 "call *%%rsi\n\t"
+                 "dec %%rbx\n\t"
+                 "jnz 1b\n\t"
+                 "jmp 6f\n\t"
+                 "4: ret\n\t"
+                 "5: ret\n\t"
+                 "6:\n\t"
+                 ASM_DISABLE_ALL
+                 : : [n] "r"(n) : "rax", "rbx", "rcx", "rdx", "rsi", "rdi",
+                   "memory");
+    misp_report("an indirect CALL to two targets in turn", n + 2, 2, n,
+                3 * n + 1);
+
+    misp_setup();
+    /*
+     * 20 nested calls (one from outside, 19 recursive) and their 20
+     * returns: the 16-entry return stack holds only the recursive calls'
+     * return address when the last RET, to the outer call's, pops it; JZ
+     * is not taken 19 times, then taken at counter 0
+     */
+    asm volatile(ASM_ENABLE_PMC0_3
+                 "mov $20, %%esi\n\t"
+                 "call 7f\n\t"
+                 "jmp 9f\n\t"
+                 "7: dec %%esi\n\t"
+                 "jz 8f\n\t"
+                 "call 7b\n\t"
+                 "8: ret\n\t"
+                 "9:\n\t"
+                 ASM_DISABLE_ALL
+                 : : : "rax", "rbx", "rcx", "rdx", "rsi", "memory");
+    misp_report("20 nested calls and their returns", 2, 1, 0, 61);
+
+    /* a mispredicted branch that overflows the counter: the PMI */
+    wrmsr(MSR_IA32_PERFEVTSEL0, 0x5201c5);
+    wrmsr(MSR_IA32_PERFEVTSEL0 + 1, 0);
+    wrmsr(MSR_IA32_PERFEVTSEL0 + 2, 0);
+    wrmsr(MSR_IA32_PERFEVTSEL0 + 3, 0);
+    pmu_zero();
+    wrmsr(MSR_IA32_PMC0, 0xffffffffffffull);
+    apic_write(APIC_LVTPC, PMI_VECTOR);
+    handle_irq(PMI_VECTOR, pmi_handler);
+    pmi_count = 0;
+    pmi_rip = 0;
+    asm volatile("sti\n\t"
+                 ASM_ENABLE_PMC0_3
+                 "mov $10, %%rbx\n\t"
+                 ".globl misp_pmi_top\nmisp_pmi_top: dec %%rbx\n\t"
+                 "jnz misp_pmi_top\n\t"
+                 "cli\n\t"
+                 ASM_DISABLE_ALL
+                 : : : "rax", "rbx", "rcx", "rdx", "memory");
+    report(pmi_count == 1 && pmi_rip == (unsigned long)misp_pmi_top &&
+           (pmi_status & 1),
+           "PMC0 at 2^48 - 1 counting mispredicted conditional branches - "
+           "expect one PMI, taken after the first JNZ, at its target %lx, "
+           "GLOBAL_STATUS bit 0 (got %u, RIP %lx, status %lx)",
+           (unsigned long)misp_pmi_top, pmi_count, pmi_rip,
+           (unsigned long)pmi_status);
+    wrmsr(MSR_IA32_PERFEVTSEL0, 0);
+    wrmsr(MSR_IA32_PERF_GLOBAL_OVF_CTRL, 1);
+}
+
+/*
  * Sampling as perf does it: FIXED_CTR0 counts CPL3 instructions with a
  * PMI as an NMI every SAMPLE_PERIOD of them; the NMI handler reloads the
  * counter, acknowledges the overflow and unmasks the LVT entry.  Over
@@ -741,6 +915,7 @@ int pmu_main(bool pmu)
         test_freeze();
         test_sampling();
         test_pmi_cpl_change();
+        test_mispredicts();
     } else {
         test_no_pmu();
     }

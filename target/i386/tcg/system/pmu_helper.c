@@ -248,3 +248,74 @@ void helper_pmu_tb_slow(CPUX86State *env, uint64_t inc0, uint64_t inc1,
         cpu_loop_exit_noexc(env_cpu(env));
     }
 }
+
+/* The linear address of @eip in the current code segment */
+static uint64_t pmu_linear(CPUX86State *env, target_ulong eip)
+{
+    if (env->hflags & HF_CS64_MASK) {
+        return eip;
+    }
+    return (uint32_t)(env->segs[R_CS].base + eip);
+}
+
+/*
+ * The near branch at EIP @ip retired (gen_pmu_bpred): the predictor model
+ * takes it (@kind PMU_BPRED_*; @target the EIP it went to, @ret the EIP
+ * of a CALL's return), and if it mispredicted it, every counter of
+ * mispredicted branches of its kind at this CPL counts it.  A PMI that
+ * follows is taken before the instruction at @target.
+ */
+void helper_pmu_bpred(CPUX86State *env, uint32_t kind, target_ulong ip,
+                      target_ulong target, target_ulong ret)
+{
+    const PmuProfile *p = env_archcpu(env)->pmu_profile;
+    BpredState *b = &env->bpred;
+    uint64_t lip = pmu_linear(env, ip), to = pmu_linear(env, target);
+    unsigned cpl = env->hflags & HF_CPL_MASK ? PMU_CPL123 : PMU_CPL0;
+    PmuRegs regs;
+    unsigned br, i;
+    bool misp, pmi = false;
+
+    switch (kind) {
+    case PMU_BPRED_NOT_TAKEN:
+    case PMU_BPRED_TAKEN:
+        misp = bpred_cond(b, lip, kind == PMU_BPRED_TAKEN);
+        br = PMU_BR_COND;
+        break;
+    case PMU_BPRED_JMP:
+        misp = bpred_indirect(b, lip, to);
+        br = PMU_BR_JMP;
+        break;
+    case PMU_BPRED_CALL:
+        bpred_call(b, pmu_linear(env, ret));
+        return;
+    case PMU_BPRED_CALL_IND:
+        misp = bpred_indirect(b, lip, to);
+        bpred_call(b, pmu_linear(env, ret));
+        br = PMU_BR_CALL;
+        break;
+    case PMU_BPRED_RET:
+        misp = bpred_ret(b, to);
+        br = PMU_BR_RET;
+        break;
+    default:
+        g_assert_not_reached();
+    }
+    if (!misp) {
+        return;
+    }
+    regs = x86_pmu_regs(env);
+    for (i = 0; i < pmu_num_gp(p); i++) {
+        PmuCount k = pmu_count_gp(p, &regs, i);
+
+        if (k.source == PMU_SRC_BRANCH_MISP && (k.kinds & br) &&
+            (k.cpl & cpl) && pmu_add(p, &regs, false, i, 1)) {
+            pmi |= k.pmi;
+        }
+    }
+    if (pmi) {
+        /* the TB counted its events at its start: the branch is its last */
+        pmu_sync(env);
+        pmu_pmi(env);
+    }
+}
