@@ -1829,7 +1829,7 @@ void annotate(Symbolizer &sym, const Func &f, const char *evlong)
     if (!f.file.empty()) {
         printf(", %s:%d", basename_of(f.file).c_str(), f.line);
     }
-    printf("): %" PRIu64 " samples\n", f.samples);
+    printf("): %s\n", plural(f.samples, "sample").c_str());
     std::vector<uint8_t> code;
     uint64_t bias = 0;
     if (!f.has_sym || !f.size || !f.mod ||
@@ -1948,9 +1948,9 @@ void annotate(Symbolizer &sym, const Func &f, const char *evlong)
             shown += show[i] ? lines[i].samples : 0;
             n += show[i];
         }
-        printf("  (hot regions: %" PRIu64 " of its %" PRIu64 " samples in %zu "
-               "of its %zu instructions)\n", shown, f.samples, n,
-               lines.size());
+        printf("  (hot regions: %" PRIu64 " of its %s in %zu of its %zu "
+               "instructions)\n", shown, plural(f.samples, "sample").c_str(),
+               n, lines.size());
     }
 }
 
@@ -2233,8 +2233,8 @@ int cmd_report(int argc, char **argv)
                                         : a->name < b->name;
     });
     const char *evlong = kEventLong[ev];
-    printf("\nTop functions by %s samples (%" PRIu64 " samples", evlong,
-           total);
+    printf("\nTop functions by %s samples (%s", evlong,
+           plural(total, "sample").c_str());
     if (interval) {
         printf(", one per %" PRIu64 " %s", interval + 1, kEventUnits[ev]);
     }
@@ -2336,8 +2336,9 @@ int cmd_report(int argc, char **argv)
     if (!nbr) {
         printf("no records (record with -e bre:N)\n");
     } else {
-        printf("%" PRIu64 " samples at %zu branches, %.1f%% taken", nbr,
-               brs.size(), 100.0 * double(ntaken) / double(nbr));
+        printf("%s at %s, %.1f%% taken", plural(nbr, "sample").c_str(),
+               plural(brs.size(), "branch", "branches").c_str(),
+               100.0 * double(ntaken) / double(nbr));
         if (nprv) {
             printf(", %.1f%% of predicted-valid mispredicted",
                    100.0 * double(nmis) / double(nprv));
@@ -2398,7 +2399,8 @@ int cmd_report(int argc, char **argv)
     if (!ndm) {
         printf("no records (record with -e dme:N where LWP offers it)\n");
     } else {
-        printf("%" PRIu64 " samples at %zu instructions\n", ndm, dm.size());
+        printf("%s at %s\n", plural(ndm, "sample").c_str(),
+               plural(dm.size(), "instruction").c_str());
         std::vector<std::pair<uint64_t, std::pair<uint64_t, uint64_t>>> dv(
             dm.begin(), dm.end());
         // equal counts in the order of their printed locations

@@ -601,4 +601,9 @@ read -r n bad < <(awk '
     END {print n + 0, bad + 0}' "$OUT/xz.report")
 check "xz: $n annotated functions show hot regions with 90% of their samples ($bad do not)" \
     test "$n" -ge 1 -a "$bad" = 0
+
+# --- every report of the layer counts in English: no "1 samples"
+bad=$(grep -hoE '(^|[^0-9.,])1 (samples|threads|processes|programs|branches|instructions|records)\b' \
+    "$OUT"/*.report "$OUT"/*.stderr | sort -u | tr '\n' ' ')
+check "reports say '1 sample', '1 branch' ... (${bad:-none says otherwise})" test -z "$bad"
 finish
