@@ -23,7 +23,8 @@
 #define LWPPROF_MAGIC           "LWPPROF"   /* 8 bytes with its NUL */
 #define LWPPROF_VERSION         3   /* 2 added PROCESS, OBJECTS; 3 exec'd
                                        programs (PROCESS_EXEC_FOLLOWED, MAPS'
-                                       pid line, PROCESS's why); 1, 2 read */
+                                       pid line, PROCESS's why), STACK;
+                                       1, 2 read */
 #define LWPPROF_HEADER_SIZE     16
 #define LWPPROF_CHUNK_HEADER    8
 #define LWPPROF_CHUNK_MAX       (256u << 20)
@@ -53,6 +54,19 @@ enum {
      * (build-id in hex, "" when it has none; mtime "seconds.nanoseconds"),
      * with MAPS */
     LWPPROF_OBJECTS = 9,
+    /* struct lwpprof_stack, then depth u64 return addresses, innermost
+     * first: record -g, the call stack of the newest record of a drain,
+     * unwound from the threshold signal's frame */
+    LWPPROF_STACK = 10,
+};
+
+#define LWPPROF_STACK_MAX       126
+
+struct lwpprof_stack {
+    uint32_t tid;
+    uint32_t depth;         /* return addresses after the header */
+    uint64_t ip;            /* the record's InstructionAddress */
+    uint64_t rip;           /* where the signal interrupted the thread */
 };
 
 #define LWPPROF_THREAD_START    1

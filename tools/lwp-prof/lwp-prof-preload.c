@@ -63,6 +63,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <elf.h>
+#include <execinfo.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <link.h>
@@ -131,6 +132,7 @@ static struct {
                              const struct timespec *);
     int mask_noted;
     int quiet;              /* LWP_PROF_QUIET: notes go to the file only */
+    int stacks;             /* LWP_PROF_STACKS: record -g */
     int (*real_pthread_create)(pthread_t *, const pthread_attr_t *,
                                void *(*)(void *), void *);
     void *(*real_dlopen)(const char *, int);
@@ -525,6 +527,42 @@ static void flush_from_frame(struct thr *t, ucontext_t *uc)
     __atomic_store_n(&t->active, 0, __ATOMIC_RELEASE);
 }
 
+/*
+ * record -g: the threshold is one record, so the signal comes right after
+ * each record's instruction (in the same translation block, in
+ * qemu-x86_64): the stack of the interrupted context, which backtrace
+ * unwinds through the signal frame, is the record's, or its caller's
+ * when the block ended with a call or return (the report tells them
+ * apart).  Written after the drain of the newest record at @head.
+ */
+static void put_stack(struct thr *t, ucontext_t *uc, uint32_t head)
+{
+    void *bt[LWPPROF_STACK_MAX + 8];
+    struct lwpprof_stack h = { 0 };
+    uint64_t rip = (uint64_t)uc->uc_mcontext.gregs[REG_RIP];
+    int n = backtrace(bt, LWPPROF_STACK_MAX + 8), i, from = -1;
+    struct iovec v[2];
+
+    for (i = 0; i < n && from < 0; i++) {
+        if ((uint64_t)(uintptr_t)bt[i] == rip) {
+            from = i;
+        }
+    }
+    if (from < 0) {
+        return;
+    }
+    memcpy(&h.ip, t->ring + (head + g.ring_size - LWP_EVENT_RECORD_SIZE) %
+                            g.ring_size + 8, 8);
+    h.tid = t->tid;
+    h.rip = rip;
+    h.depth = (uint32_t)(n - from - 1);
+    v[0].iov_base = &h;
+    v[0].iov_len = sizeof(h);
+    v[1].iov_base = bt + from + 1;
+    v[1].iov_len = h.depth * sizeof(void *);
+    put_chunk(LWPPROF_STACK, v, 2);
+}
+
 static void on_sigio(int sig, siginfo_t *si, void *uc)
 {
     int saved = errno;
@@ -538,7 +576,13 @@ static void on_sigio(int sig, siginfo_t *si, void *uc)
          * another LWPCB, the program loaded its own: the threshold is
          * that LWPCB's, so the signal is the program's too
          */
+        uint32_t newest = cb_read32(t, LWPCB_HEAD);
+        int fresh = newest != cb_read32(t, LWPCB_TAIL);
+
         drain(t);
+        if (g.stacks && fresh && newest < g.ring_size) {
+            put_stack(t, uc, newest);
+        }
         if (frame_lwp(uc, &cbaddr, &head) && cbaddr != (uintptr_t)t->cb) {
             own_lwpcb(t, cbaddr, "at a threshold signal");
             forward_sigio(sig, si, uc);
@@ -1338,6 +1382,13 @@ static void lwp_prof_start(int argc, char **argv)
     g.quiet = getenv("LWP_PROF_QUIET") != NULL;
     g.ring_size = env_number("LWP_PROF_RING_KB", 1024, 65536) << 10;
     g.threshold = env_number("LWP_PROF_THRESHOLD_KB", 512, 65536) << 10;
+    g.stacks = getenv("LWP_PROF_STACKS") != NULL;
+    if (g.stacks) {
+        void *first[2];
+
+        g.threshold = LWP_EVENT_RECORD_SIZE;    /* a signal per record */
+        backtrace(first, 2);    /* loads libgcc_s: not in a handler */
+    }
 
     __cpuid(0x80000000, a, b, c, d);
     if (a < LWP_CPUID_LEAF) {

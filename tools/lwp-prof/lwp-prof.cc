@@ -73,6 +73,8 @@ const char *const kUsage =
     "      --preload PATH    the preload library (default: next to lwp-prof)\n"
     "      --no-follow-exec  count the programs an exec runs, do not profile\n"
     "                        them (forked children are followed either way)\n"
+    "  -g, --call-graph      the call stack of each record where it is known\n"
+    "                        exactly (a signal per record: slower)\n"
     "  -q, --quiet           no progress, summary or notes on stderr (only\n"
     "                        warnings that a thread's records stop)\n"
     "  record's exit status is the program's (128+N if signal N ended it),\n"
@@ -270,6 +272,7 @@ struct Record {
     uint64_t ip;            // with its address space (kSpaceShift)
     uint64_t data2;
     uint64_t thread;        // thread_key(image, tid)
+    int32_t stack = -1;     // record -g: Profile::stacks, -1: none
     uint32_t raw0() const { return event | core << 8 | uint32_t(flags) << 16; }
 };
 
@@ -329,6 +332,14 @@ struct Profile {
     std::vector<Image> images = std::vector<Image>(1);
     std::vector<uint32_t> space_image;  // an image of each address space
     std::vector<Record> records;
+    // record -g: where the signal after a record interrupted its thread,
+    // and the return addresses above it, innermost first
+    struct Stack {
+        uint64_t rip;
+        std::vector<uint64_t> rets;
+    };
+    std::vector<Stack> stacks;
+    std::map<uint64_t, size_t> last_record;     // by thread key
     std::map<uint64_t, ThreadInfo> threads;     // by thread_key
     std::vector<std::string> notes;
     std::vector<uint32_t> exits;        // an image ran exit() or _exit()
@@ -515,6 +526,9 @@ bool walk(const std::vector<uint8_t> &d, Profile *prof, size_t *good_end,
                     prof->records.push_back(rec);
                     ti.by_event[rec.event]++;
                 }
+                if (n) {
+                    prof->last_record[key] = prof->records.size() - 1;
+                }
                 break;
             }
             case LWPPROF_THREAD: {
@@ -612,6 +626,34 @@ bool walk(const std::vector<uint8_t> &d, Profile *prof, size_t *good_end,
                 }
                 break;
             }
+            case LWPPROF_STACK: {
+                lwpprof_stack h;
+                if (size < sizeof(h)) {
+                    err = "bad STACK chunk" + where;
+                    return false;
+                }
+                memcpy(&h, p, sizeof(h));
+                if (h.depth > LWPPROF_STACK_MAX ||
+                    size != sizeof(h) + h.depth * 8) {
+                    err = "bad STACK chunk" + where;
+                    return false;
+                }
+                // the newest record of the thread's last drain
+                auto img = prof->image_of_tid.find(h.tid);
+                auto last = prof->last_record.find(thread_key(
+                    img == prof->image_of_tid.end() ? 0 : img->second, h.tid));
+                if (last != prof->last_record.end() &&
+                    prof->records[last->second].ip == h.ip) {
+                    Profile::Stack st{h.rip, {}};
+                    for (uint32_t i = 0; i < h.depth; i++) {
+                        st.rets.push_back(rd64(p + sizeof(h) + 8 * i));
+                    }
+                    prof->records[last->second].stack =
+                        int32_t(prof->stacks.size());
+                    prof->stacks.push_back(std::move(st));
+                }
+                break;
+            }
             case LWPPROF_END:
                 if (size != sizeof(lwpprof_end)) {
                     err = "bad END chunk" + where;
@@ -661,6 +703,13 @@ void assign_spaces(Profile &prof)
         r.ip |= space;
         if (r.event == LWP_EVENT_ID_BRE) {
             r.data2 |= space;
+        }
+        if (r.stack >= 0) {
+            Profile::Stack &st = prof.stacks[size_t(r.stack)];
+            st.rip |= space;
+            for (auto &a : st.rets) {
+                a |= space;
+            }
         }
     }
 }
@@ -801,7 +850,7 @@ struct RecordOpts {
                 preload;
     unsigned ring_kb = 1024;
     bool native = false, force_qemu = false, quiet = false,
-         follow_exec = true;
+         follow_exec = true, stacks = false;
     std::vector<std::string> argv, qemu_args;
 };
 
@@ -978,6 +1027,8 @@ int cmd_record(int argc, char **argv)
             o.native = true;
         } else if (a == "--no-follow-exec") {
             o.follow_exec = false;
+        } else if (a == "-g" || a == "--call-graph") {
+            o.stacks = true;
         } else if (a == "--preload") {
             o.preload = in.value("--preload");
         } else if (a == "-q" || a == "--quiet") {
@@ -1120,6 +1171,9 @@ int cmd_record(int argc, char **argv)
         }
         if (!o.follow_exec) {
             setenv("LWP_PROF_NO_FOLLOW_EXEC", "1", 1);
+        }
+        if (o.stacks) {
+            setenv("LWP_PROF_STACKS", "1", 1);
         }
         if (o.quiet) {
             setenv("LWP_PROF_QUIET", "1", 1);
@@ -1769,7 +1823,7 @@ bool sym_option(Args &args, const std::string &a, SymOpts &o)
 struct Func {
     std::string name, module, file;
     int line = 0;
-    uint64_t start = 0, size = 0;
+    uint64_t start = 0, size = 0, vaddr = 0;
     bool has_sym = false;
     Dwfl_Module *mod = nullptr;
     uint64_t samples = 0;
@@ -1805,6 +1859,54 @@ std::string src_of(const SymInfo &s)
     return basename_of(s.file) + ":" + std::to_string(s.line);
 }
 
+// record -g: the return addresses of the callers of record @r's function,
+// innermost first, when its stack shows them.  The signal came after the
+// record's instruction, in the same translation block: the interrupted
+// pc is in the record's function, or the block ended with a call (the pc
+// is the callee's, the first return address the record's function's), or
+// with the function's return (the pc follows a direct call of it).  Else
+// (a jump into another function, an indirect call's return) the stack is
+// not known.
+bool callers_of(Symbolizer &sym, const Profile &prof, const Record &r,
+                std::vector<uint64_t> &out)
+{
+    out.clear();
+    if (r.stack < 0) {
+        return false;
+    }
+    const Profile::Stack &st = prof.stacks[size_t(r.stack)];
+    const SymInfo f = sym.lookup(r.ip);
+    if (!f.has_sym) {
+        return false;
+    }
+    auto in_f = [&](uint64_t a) {
+        const SymInfo &s = sym.lookup(a);
+        return s.has_sym && s.func_start == f.func_start;
+    };
+    if (in_f(st.rip)) {
+        out = st.rets;
+        return true;
+    }
+    if (!st.rets.empty() && in_f(st.rets[0] - 1)) {
+        out.assign(st.rets.begin() + 1, st.rets.end());
+        return true;
+    }
+    const SymInfo &c = sym.lookup(st.rip - 5);
+    std::vector<uint8_t> call;
+    uint64_t bias;
+    int32_t rel;
+    if (c.mod && sym.code(c.mod, st.rip - 5, 5, call, &bias) &&
+        call[0] == 0xe8) {
+        memcpy(&rel, &call[1], 4);
+        if (st.rip + uint64_t(int64_t(rel)) == f.func_start) {
+            out.push_back(st.rip);
+            out.insert(out.end(), st.rets.begin(), st.rets.end());
+            return true;
+        }
+    }
+    return false;
+}
+
 std::string json_str(const std::string &s)
 {
     std::string r = "\"";
@@ -1821,6 +1923,68 @@ std::string json_str(const std::string &s)
         }
     }
     return r + "\"";
+}
+
+// record -g: the direct callers of the @n hottest functions, by samples
+void callers_section(Symbolizer &sym, const Profile &prof, int ev,
+                     const std::vector<const Func *> &order, unsigned long n)
+{
+    std::map<std::string, std::map<std::string, uint64_t>> by_func;
+    std::map<std::string, uint64_t> known;
+    uint64_t total = 0, with = 0;
+    std::vector<uint64_t> callers;
+    for (const auto &r : prof.records) {
+        if (r.event != ev) {
+            continue;
+        }
+        total++;
+        if (!callers_of(sym, prof, r, callers)) {
+            continue;
+        }
+        with++;
+        std::string key = func_key(sym.lookup(r.ip));
+        known[key]++;
+        std::string name = "[no caller: the thread's first function]";
+        if (!callers.empty()) {
+            const SymInfo &c = sym.lookup(callers[0] - 1);
+            name = c.func;
+            std::string src = src_of(c);
+            if (!src.empty()) {
+                name += " (" + src + ")";
+            }
+        }
+        by_func[key][name]++;
+    }
+    n = std::min<unsigned long>(n, order.size());
+    printf("\nCallers of the %s (record -g: %" PRIu64 " of the %s have "
+           "a known call stack)\n",
+           n == 1 ? "hottest function" :
+               ("hottest " + std::to_string(n) + " functions").c_str(),
+           with, plural(total, "sample").c_str());
+    for (size_t i = 0; i < order.size() && i < n; i++) {
+        const Func &f = *order[i];
+        std::string key = f.module + "\t" + f.name + "\t" +
+                          (f.has_sym ? std::to_string(f.vaddr) : "");
+        auto it = by_func.find(key);
+        printf("  %s (%s): %s, %" PRIu64 " with a known stack\n",
+               f.name.c_str(), f.module.c_str(),
+               plural(f.samples, "sample").c_str(),
+               it == by_func.end() ? 0 : known[key]);
+        if (it == by_func.end()) {
+            continue;
+        }
+        std::vector<std::pair<std::string, uint64_t>> cv(it->second.begin(),
+                                                          it->second.end());
+        std::stable_sort(cv.begin(), cv.end(), [](const auto &a,
+                                                  const auto &b) {
+            return a.second > b.second;
+        });
+        for (const auto &c : cv) {
+            printf("  %8" PRIu64 " %5.1f%%  %s\n", c.second,
+                   100.0 * double(c.second) / double(known[key]),
+                   c.first.c_str());
+        }
+    }
 }
 
 void annotate(Symbolizer &sym, const Func &f, const char *evlong)
@@ -2211,6 +2375,7 @@ int cmd_report(int argc, char **argv)
             f.name = si.func;
             f.module = si.module;
             f.start = si.func_start;
+            f.vaddr = si.func_vaddr;
             f.size = si.func_size;
             f.has_sym = si.has_sym;
             f.mod = si.mod;
@@ -2291,6 +2456,10 @@ int cmd_report(int argc, char **argv)
                        lv[i].first.substr(0, tab).c_str(),
                        lv[i].first.substr(tab + 1).c_str());
             }
+        }
+        // Callers (record -g)
+        if (!prof.stacks.empty()) {
+            callers_section(sym, prof, ev, order, nannotate ? nannotate : 3);
         }
         // Annotated disassembly
         if (nannotate) {
@@ -2442,15 +2611,8 @@ int cmd_report(int argc, char **argv)
             frames.push_back(json);
             return frame_ix[json_key] = frames.size() - 1;
         };
-        using Stack = std::pair<size_t, size_t>;
-        std::map<uint64_t, std::vector<Stack>> stacks;     // per thread
-        for (const auto &r : prof.records) {
-            if (r.event != ev) {
-                continue;
-            }
-            const SymInfo &si = sym.lookup(r.ip);
-            size_t m = frame("m\t" + si.module,
-                             "{\"name\":" + json_str(si.module) + "}");
+        // a function's frame, named with its module, file and line
+        auto func_frame = [&](const SymInfo &si) {
             std::string fj = "{\"name\":" + json_str(si.func);
             if (si.has_sym) {
                 const SymInfo &s0 = sym.lookup(si.func_start);
@@ -2459,8 +2621,30 @@ int cmd_report(int argc, char **argv)
                           ",\"line\":" + std::to_string(s0.line);
                 }
             }
-            fj += "}";
-            stacks[r.thread].emplace_back(m, frame("f\t" + func_key(si), fj));
+            return frame("f\t" + func_key(si), fj + "}");
+        };
+        // [module, function]; with record -g [callers..., function], the
+        // outermost first, or ["[stack unknown]", function]
+        using Stack = std::vector<size_t>;
+        std::map<uint64_t, std::vector<Stack>> stacks;     // per thread
+        std::vector<uint64_t> callers;
+        for (const auto &r : prof.records) {
+            if (r.event != ev) {
+                continue;
+            }
+            const SymInfo &si = sym.lookup(r.ip);
+            Stack st;
+            if (prof.stacks.empty()) {
+                st.push_back(frame("m\t" + si.module,
+                                   "{\"name\":" + json_str(si.module) + "}"));
+            } else if (!callers_of(sym, prof, r, callers)) {
+                st.push_back(frame("u", "{\"name\":\"[stack unknown]\"}"));
+            }
+            for (auto c = callers.rbegin(); c != callers.rend(); ++c) {
+                st.push_back(func_frame(sym.lookup(*c - 1)));
+            }
+            st.push_back(func_frame(si));
+            stacks[r.thread].push_back(std::move(st));
         }
         // per thread: the stacks and the samples each stands for
         std::map<uint64_t, std::vector<std::pair<Stack, uint64_t>>> samples;
@@ -2512,8 +2696,11 @@ int cmd_report(int argc, char **argv)
                     n * w);
             firstp = false;
             for (size_t i = 0; i < t.second.size(); i++) {
-                fprintf(out, "%s[%zu,%zu]", i ? "," : "",
-                        t.second[i].first.first, t.second[i].first.second);
+                const Stack &st = t.second[i].first;
+                for (size_t j = 0; j < st.size(); j++) {
+                    fprintf(out, "%s%zu", j ? "," : i ? ",[" : "[", st[j]);
+                }
+                fputc(']', out);
             }
             fprintf(out, "],\"weights\":[");
             for (size_t i = 0; i < t.second.size(); i++) {

@@ -37,6 +37,9 @@
  *                       then runs work_a
  *   prof-work b2        main runs work_a, work_b twice, work_c (the
  *                       second build of a program, for lwp-prof diff)
+ *   prof-work callers   work_a from call_once (once) and from call_twice
+ *                       (twice), which main calls: work_a's callers for
+ *                       record -g
  *
  * work_l runs LWPINS once, then a loop of four instructions (SLWPCB,
  * LWPVAL, dec, jnz) 200,000 times: 4 * 200000 + 3 instructions (mov,
@@ -104,6 +107,20 @@ __attribute__((noinline)) void work_m(const unsigned char *buf)
                      : [off] "+r"(off), [n] "+r"(n)
                      : [buf] "r"(buf), [mask] "i"(DME_PAGES * 4096 - 1)
                      : "eax", "cc", "memory");
+}
+
+/* "callers": no tail calls, so that each caller's frame is there */
+__attribute__((noinline)) void call_once(void)
+{
+    work_a();
+    __asm__ volatile("" ::: "memory");
+}
+
+__attribute__((noinline)) void call_twice(void)
+{
+    work_a();
+    work_a();
+    __asm__ volatile("" ::: "memory");
 }
 
 static void *run(void *fn)
@@ -268,6 +285,9 @@ int main(int argc, char **argv)
         wait_sigio();
     } else if (!strcmp(mode, "children")) {
         start_children(argc > 2 ? argv[2] : NULL);
+    } else if (!strcmp(mode, "callers")) {
+        call_once();
+        call_twice();
     } else if (!strcmp(mode, "b2")) {
         work_a();
         work_b();

@@ -602,6 +602,47 @@ read -r n bad < <(awk '
 check "xz: $n annotated functions show hot regions with 90% of their samples ($bad do not)" \
     test "$n" -ge 1 -a "$bad" = 0
 
+# --- record -g: prof-work callers runs work_a once from call_once and
+# twice from call_twice, each 2,000,002 instructions (by hand): at
+# interval N, call_once holds 2000002 / (N+1) of work_a's samples and
+# call_twice twice that, within one (two: two calls), every sample has
+# its stack, and the speedscope file's stacks are main > call_once >
+# work_a and main > call_twice > work_a
+"$P" record -g -q -e ire:$I -o "$OUT/g.lwpprof" -- "$W" callers >/dev/null 2>&1
+check "record -g: exits 0" test $? = 0
+"$P" report --top 0 -s "$OUT/g.json" "$OUT/g.lwpprof" >"$OUT/g.report" 2>&1
+check "report of record -g: exits 0" test $? = 0
+s=$(samples "$OUT/g.report" work_a)
+check "record -g: work_a has ${s:-no} samples for 6000006 instructions" within_one "$s" 6000006 $((I + 1))
+check "record -g: all $s of work_a's samples have their call stack" \
+    grep -qE "^  work_a \(prof-work\): $s samples, $s with a known stack$" "$OUT/g.report"
+callers() { # FUNCTION: its samples under work_a's callers
+    awk -v f="$1" 'on && $3 == f {print $1; exit} /^  work_a \(prof-work\)/ {on = 1}' "$OUT/g.report"
+}
+c1=$(callers call_once) c2=$(callers call_twice)
+check "record -g: call_once calls work_a for ${c1:-no} samples (2000002 instructions)" \
+    within_one "$c1" 2000002 $((I + 1))
+check "record -g: call_twice calls work_a for ${c2:-no} samples (4000004 instructions)" \
+    sh -c "[ -n '$c2' ] && [ \$(( $c2 * $((I + 1)) - 4000004 )) -le $((2 * (I + 1))) ] && [ \$(( 4000004 - $c2 * $((I + 1)) )) -le $((2 * (I + 1))) ]"
+check "record -g: the speedscope file is valid ($("$PY" "$HERE/check-speedscope.py" "$OUT/g.json" 2>&1 | tail -n 1))" \
+    "$PY" "$HERE/check-speedscope.py" "$OUT/g.json"
+"$PY" - "$OUT/g.json" >"$OUT/g.stacks" <<'PYEOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+names = [f["name"] for f in d["shared"]["frames"]]
+w = {}
+for p in d["profiles"]:
+    for st, wt in zip(p["samples"], p["weights"]):
+        k = " > ".join(names[i] for i in st)
+        w[k] = w.get(k, 0) + wt
+for k, v in sorted(w.items()):
+    print(v, k)
+PYEOF
+n1=$(awk '/ main > call_once > work_a$/ {print $1}' "$OUT/g.stacks")
+n2=$(awk '/ main > call_twice > work_a$/ {print $1}' "$OUT/g.stacks")
+check "record -g: speedscope stacks main > call_once > work_a weigh ${n1:-0} (call_once's samples x (N+1)), main > call_twice > work_a ${n2:-0}" \
+    test "${n1:-0}" = $((${c1:-1} * (I + 1))) -a "${n2:-0}" = $((${c2:-1} * (I + 1)))
+
 # --- every report of the layer counts in English: no "1 samples"
 bad=$(grep -hoE '(^|[^0-9.,])1 (samples|threads|processes|programs|branches|instructions|records)\b' \
     "$OUT"/*.report "$OUT"/*.stderr | sort -u | tr '\n' ' ')
