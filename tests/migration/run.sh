@@ -39,6 +39,11 @@
 #   h. HMP "info pmu" (config=pmu-monitor, tests/system/pmu.c, under
 #      -cpu Nehalem,pmu=on): the registers as the guest read them, before
 #      and after a migration to a file
+#   i. the PMU's counts across migration (config=pmu-migrate,
+#      tests/system/pmu.c, under -cpu Nehalem,pmu=on): a workload counted
+#      by every counter, mispredicted branches included, with a PMI every
+#      100003 instructions, migrated to a file and back three times at
+#      random points, prints the digest of an uninterrupted run
 #
 # The kernels are built in build/tests-system/ (or $TESTS_SYSTEM_BUILD).
 # QEMU_DATADIR, when set, is passed as -L.  MIGRATION_SEED picks the
@@ -709,6 +714,97 @@ if wait_for "$name" '^PMUMONITOR '; then
 else
     fail "info pmu: the guest never printed PMUMONITOR"
     show "$name"
+fi
+
+# ---- i: the PMU's counts across migration ----
+echo "=== i. the PMU's counts and PMIs across migration"
+# about 4 s counted when alone
+pappend="config=pmu-migrate iters=3000000"
+pref=""
+append=$pappend start pmuref Nehalem,pmu=on
+if wait_for pmuref '^LWPMIGRATE: running'; then
+    t0=$EPOCHREALTIME
+    wait "$qpid"
+    status=$?
+    t1=$EPOCHREALTIME
+    pref=$(digest "$work/pmuref.log")
+    f=$(guest_fails "$work/pmuref.log")
+    ptime=$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')
+    if [ $status -ne 1 ] || [ -z "$pref" ] || [ "$f" -ne 0 ]; then
+        fail "PMU: uninterrupted run - expect exit(0), a digest and no" \
+             "FAIL line (got status $status, \"$pref\", $f FAIL lines)"
+        show pmuref
+        pref=""
+    else
+        pass "PMU: uninterrupted run: $pref (${ptime} s counted)"
+    fi
+else
+    fail "PMU: the guest never started its counted run"
+    show pmuref
+fi
+if [ -n "$pref" ]; then
+    # three stops, each after 5-15% of the run's length
+    delays=()
+    for hop in 1 2 3; do
+        delays+=("$(awk -v r="$RANDOM" -v t="$ptime" \
+                     'BEGIN { printf "%.2f", t * (0.05 + 0.1 * r / 32767) }')")
+    done
+    echo "PMU migration: stops after ${delays[*]} s"
+    logs=()
+    name=pmig0
+    ok=true
+    append=$pappend start "$name" Nehalem,pmu=on
+    src_pid=$qpid
+    logs+=("$work/$name.log")
+    wait_for "$name" '^LWPMIGRATE: running' || ok=false
+    for hop in 1 2 3; do
+        $ok || break
+        sleep "${delays[hop - 1]}"
+        alive "$name" "$src_pid" "PMU migration: stop $hop" || { ok=false; break; }
+        qmp "$name" stop
+        where=$(progress "$name")
+        if seen "$name" '^LWPDIGEST'; then
+            fail "PMU migration: stop $hop - expect the counted run still" \
+                 "going (it had ended: slow host?)"
+            ok=false
+            break
+        fi
+        if ! migrate_out "$name" "$work/pmu-hop$hop.mig"; then
+            fail "PMU migration: stop $hop at progress $where - expect" \
+                 "migrate file: to complete"
+            show "$name"
+            ok=false
+            break
+        fi
+        quit "$name" "$src_pid"
+        name=pmig$hop
+        if ! migrate_in "$name" Nehalem,pmu=on "$work/pmu-hop$hop.mig"; then
+            fail "PMU migration: stop $hop at progress $where - expect" \
+                 "migrate-incoming to complete"
+            show "$name"
+            ok=false
+            break
+        fi
+        src_pid=$qpid
+        logs+=("$work/$name.log")
+        qmp "$name" cont
+        echo "info: PMU migration $hop done at progress $where"
+    done
+    if $ok; then
+        wait "$src_pid"
+        status=$?
+        d=$(digest "${logs[@]}")
+        f=$(guest_fails "${logs[@]}")
+        if [ $status -eq 1 ] && [ "$d" = "$pref" ] && [ "$f" -eq 0 ]; then
+            pass "PMU: migration to a file 3 times mid-run - expect the" \
+                 "uninterrupted run's counts and PMIs (got them)"
+        else
+            fail "PMU: migration to a file 3 times mid-run - expect" \
+                 "$pref, exit(0), no FAIL line (got \"$d\", status" \
+                 "$status, $f FAIL lines)"
+            show "$name"
+        fi
+    fi
 fi
 
 finish

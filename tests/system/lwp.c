@@ -39,11 +39,12 @@
 
 enum config { CONFIG_NOLWP, CONFIG_G4, CONFIG_G5, CONFIG_MAX, CONFIG_MIGRATE,
              CONFIG_SMP, CONFIG_MONITOR, CONFIG_MONITOR_RUN, CONFIG_IRQ,
-             CONFIG_DME, CONFIG_PMU, CONFIG_NOPMU, CONFIG_PMU_MONITOR };
+             CONFIG_DME, CONFIG_PMU, CONFIG_NOPMU, CONFIG_PMU_MONITOR,
+             CONFIG_PMU_MIGRATE };
 
 static const char *const config_names[] = {
     "nolwp", "g4", "g5", "max", "migrate", "smp", "monitor", "monitor-run",
-    "irq", "dme", "pmu", "nopmu", "pmu-monitor",
+    "irq", "dme", "pmu", "nopmu", "pmu-monitor", "pmu-migrate",
 };
 static enum config config;
 
@@ -557,6 +558,10 @@ int main(u32 magic, u32 mbi)
     if (config == CONFIG_PMU_MONITOR) {
         /* -cpu Nehalem,pmu=on: "info pmu" in tests/migration/run.sh */
         return pmu_monitor_main();
+    }
+    if (config == CONFIG_PMU_MIGRATE) {
+        /* -cpu Nehalem,pmu=on: part i of tests/migration/run.sh */
+        return pmu_migrate_main();
     }
     if (config == CONFIG_PMU || config == CONFIG_NOPMU) {
         /* -cpu Nehalem,pmu=on, or a CPU without a PMU: pmu.c */

@@ -900,6 +900,153 @@ int pmu_monitor_main(void)
     }
 }
 
+/*
+ * config=pmu-migrate: the PMU workload of tests/migration/run.sh part i.
+ * At CPL 0 with interrupts on, PMC0-3 count instructions, branches,
+ * mispredicted branches (the predictor model) and core cycles, and the
+ * fixed counters theirs, OS and USR; PMC0 raises a PMI every MIG_PERIOD
+ * instructions, whose handler folds the RIP it interrupted into a
+ * 64-bit FNV-1a hash and reloads the counter.  The work: iters=N
+ * iterations (MIG_ITERS by default) of a linear congruential generator
+ * whose bits choose a conditional branch, one of four functions called
+ * through a table, and the depth of a recursion, with a progress line at
+ * every sixteenth.  Then it folds every counter into the hash and
+ * prints
+ *
+ *   LWPDIGEST records=<PMIs> missed=0 hash=0x...
+ *
+ * which every uninterrupted run prints, and which a run saved and
+ * restored at any instruction must print too: the counters, the window
+ * of generated code, the pending PMI and the predictor migrate.
+ */
+#define MIG_PERIOD      100003ull
+#define MIG_ITERS       1000000ull
+#define FNV_OFFSET      0xcbf29ce484222325ull
+#define FNV_PRIME       0x100000001b3ull
+
+static u64 mig_hash;
+static volatile u64 mig_pmis;
+
+static void mig_fold(u64 v)
+{
+    unsigned i;
+
+    for (i = 0; i < 8; i++) {
+        mig_hash = (mig_hash ^ ((v >> (8 * i)) & 0xff)) * FNV_PRIME;
+    }
+}
+
+static void mig_pmi(struct ex_regs *regs)
+{
+    mig_fold(regs->rip);
+    mig_pmis++;
+    wrmsr(MSR_IA32_PMC0, -MIG_PERIOD & ((1ull << 48) - 1));
+    wrmsr(MSR_IA32_PERF_GLOBAL_OVF_CTRL, 1);
+    apic_write(APIC_LVTPC, PMI_VECTOR);
+    apic_write(APIC_EOI, 0);
+}
+
+static u64 __attribute__((noinline)) mig_f0(u64 x)
+{
+    return x ^ (x >> 7);
+}
+
+static u64 __attribute__((noinline)) mig_f1(u64 x)
+{
+    return x + (x << 3);
+}
+
+static u64 __attribute__((noinline)) mig_f2(u64 x)
+{
+    return x & 1 ? x * 5 : x / 3;
+}
+
+static u64 __attribute__((noinline)) mig_f3(u64 x)
+{
+    return ~x;
+}
+
+static u64 (*mig_fns[4])(u64) = { mig_f0, mig_f1, mig_f2, mig_f3 };
+
+static u64 __attribute__((noinline)) mig_rec(u64 d)
+{
+    u64 r = d ? mig_rec(d - 1) : 0;
+
+    /* not a loop: the call and the RET stay */
+    asm volatile("" : "+r"(r));
+    return r + d;
+}
+
+int pmu_migrate_main(void)
+{
+    char val[24];
+    u64 iters = MIG_ITERS, x = 1, acc = 0, i;
+    u64 v[7];
+    unsigned k;
+
+    if (cmdline_get("iters", val, sizeof(val)) && val[0]) {
+        iters = 0;
+        for (k = 0; val[k] >= '0' && val[k] <= '9'; k++) {
+            iters = iters * 10 + val[k] - '0';
+        }
+        iters = iters ? iters : MIG_ITERS;
+    }
+    report_prefix_push("pmu-migrate");
+    mig_hash = FNV_OFFSET;
+    enable_apic();
+    handle_irq(PMI_VECTOR, mig_pmi);
+    apic_write(APIC_LVTPC, PMI_VECTOR);
+    wrmsr(MSR_IA32_PERFEVTSEL0, 0x5300c0);
+    wrmsr(MSR_IA32_PERFEVTSEL0 + 1, 0x4300c4);
+    wrmsr(MSR_IA32_PERFEVTSEL0 + 2, 0x4300c5);
+    wrmsr(MSR_IA32_PERFEVTSEL0 + 3, 0x43003c);
+    wrmsr(MSR_IA32_FIXED_CTR_CTRL, 0x333);
+    pmu_zero();
+    wrmsr(MSR_IA32_PMC0, -MIG_PERIOD & ((1ull << 48) - 1));
+    printf("LWPMIGRATE: start iters=%lu\n", (unsigned long)iters);
+    printf("LWPMIGRATE: running\n");
+    asm volatile("sti");
+    wrmsr(MSR_IA32_PERF_GLOBAL_CTRL, 0x70000000full);
+    for (i = 1; i <= iters; i++) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        if (x >> 63) {
+            acc += x >> 40;
+        } else {
+            acc ^= x;
+        }
+        acc += mig_fns[(x >> 50) & 3](acc);
+        acc += mig_rec((x >> 33) & 15);
+        if (i % ((iters + 15) / 16) == 0) {
+            printf("LWPMIGRATE: progress %lu/16\n",
+                   (unsigned long)(i / ((iters + 15) / 16)));
+        }
+    }
+    wrmsr(MSR_IA32_PERF_GLOBAL_CTRL, 0);
+    asm volatile("cli");
+    for (k = 0; k < 4; k++) {
+        v[k] = rdmsr(MSR_IA32_PMC0 + k);
+    }
+    for (k = 0; k < 3; k++) {
+        v[4 + k] = rdmsr(MSR_IA32_FIXED_CTR0 + k);
+    }
+    for (k = 0; k < 7; k++) {
+        mig_fold(v[k]);
+    }
+    mig_fold(acc);
+    handle_irq(PMI_VECTOR, NULL);
+    printf("info: PMC0-3 %lx %lu %lu %lu, fixed %lu %lu %lu, %lu PMIs\n",
+           (unsigned long)v[0], (unsigned long)v[1], (unsigned long)v[2],
+           (unsigned long)v[3], (unsigned long)v[4], (unsigned long)v[5],
+           (unsigned long)v[6], (unsigned long)mig_pmis);
+    report(mig_pmis > 0 && v[2] > 0, "PMIs and mispredicted "
+           "branches counted (%lu, %lu)", (unsigned long)mig_pmis,
+           (unsigned long)v[2]);
+    printf("LWPDIGEST records=%lu missed=0 hash=0x%016lx\n",
+           (unsigned long)mig_pmis, (unsigned long)mig_hash);
+    report_prefix_pop();
+    return report_summary();
+}
+
 int pmu_main(bool pmu)
 {
     report_prefix_push(pmu ? "pmu" : "nopmu");

@@ -12,5 +12,7 @@
 int pmu_main(bool pmu);
 /* config=pmu-monitor: set the registers, print them, halt (never returns) */
 int pmu_monitor_main(void);
+/* config=pmu-migrate: the counted workload, its digest; the summary */
+int pmu_migrate_main(void);
 
 #endif
