@@ -45,8 +45,8 @@
  * LWP_PROF_THRESHOLD_KB; LWP_PROF_PROCESSES, the record file again;
  * LWP_PROF_QEMU_CMD, qemu-x86_64 and its options, a line each (not with
  * --native); LWP_PROF_NO_FOLLOW_EXEC (record --no-follow-exec);
- * LWP_PROF_QUIET, when set, keeps the notes out of stderr (not the
- * warnings: a thread whose records stop).  The library sets
+ * LWP_PROF_QUIET, when set, keeps the notes and warnings out of stderr
+ * (they are in the file).  The library sets
  * LWP_PROF_EXECED for the programs the profiled one execs, and
  * LWP_PROF_REEXEC=PID while it runs one again under qemu.
  * Without LWP_PROF_OUT the library profiles nothing; with --no-follow-exec
@@ -224,8 +224,8 @@ static void put_text(uint32_t type, const char *text, size_t len)
 }
 
 /*
- * A NOTE chunk, also on stderr: a note only without -q, a warning (some
- * of the profile is lost) always
+ * A NOTE chunk, also on stderr without -q: a note, or a warning (some of
+ * the profile is lost; the report shows both)
  */
 static void vnote(int warning, const char *fmt, va_list ap)
 {
@@ -240,7 +240,8 @@ static void vnote(int warning, const char *fmt, va_list ap)
     }
     put_text(LWPPROF_NOTE, line, n);
     line[n] = '\n';
-    if (g.quiet && !warning) {
+    (void)warning;
+    if (g.quiet) {
         return;
     }
     if (write(2, "lwp-prof: ", 10) < 0 || write(2, line, n + 1) < 0) {

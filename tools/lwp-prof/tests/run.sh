@@ -275,16 +275,21 @@ check "-q: the note is in the file" \
 check "own LWPCB: reported on stderr" grep -q "lwp-prof: lwp-in-use: thread" "$OUT/lwp.stderr"
 check "own LWPCB: reported in the file" grep -q "note: lwp-in-use:" "$OUT/lwp.report"
 # its own LWPCB with the threshold interrupt: reported at its first
-# threshold signal, which goes to the program's handler, not lwp-prof's
-# (with -q: that a thread's records stop is a warning, printed anyway)
-"$P" record -q -e ire:$I -o "$OUT/lwpint.lwpprof" -- "$W" lwpint >"$OUT/lwpint.stdout" 2>"$OUT/lwpint.stderr"
+# threshold signal, which goes to the program's handler, not lwp-prof's;
+# with -q that warning is in the file only
+"$P" record -e ire:$I -o "$OUT/lwpint.lwpprof" -- "$W" lwpint >"$OUT/lwpint.stdout" 2>"$OUT/lwpint.stderr"
 check "own LWPCB with its threshold interrupt: record exits 0" test $? = 0
 n=$(sed -n 's/^own threshold signals: //p' "$OUT/lwpint.stdout")
 check "own LWPCB: the program gets its threshold signals (${n:-none}; 200 records / 32)" \
     test "${n:-0}" -ge 5 -a "${n:-0}" -le 7
-check "own LWPCB: reported once, at its first threshold signal, even with -q" \
+check "own LWPCB: reported once, at its first threshold signal" \
     test "$(grep -c "lwp-prof: lwp-in-use: thread .*found at a threshold signal" "$OUT/lwpint.stderr")" = 1 \
     -a "$(grep -c "lwp-in-use" "$OUT/lwpint.stderr")" = 1
+"$P" record -q -e ire:$I -o "$OUT/lwpintq.lwpprof" -- "$W" lwpint >/dev/null 2>"$OUT/lwpintq.stderr"
+check "-q: a warning that a thread's records stop is not on stderr ($(wc -c <"$OUT/lwpintq.stderr") bytes)" \
+    test ! -s "$OUT/lwpintq.stderr"
+check "-q: that warning is in the file, once" \
+    test "$("$P" report -s - "$OUT/lwpintq.lwpprof" | grep -c '^  note: lwp-in-use: thread .*found at a threshold signal')" = 1
 
 # --- a program that blocks SIGIO, sends itself one and takes it with
 # sigwaitinfo, then with sigtimedwait, then unblocks it with a handler,
