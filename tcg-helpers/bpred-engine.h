@@ -12,7 +12,8 @@
  * with a fixed layout, so that the CPU state can embed it, migrate it
  * field by field, and generated code can read and write its fields
  * directly: the slot of a conditional or indirect branch depends on the
- * branch's address only, which the translator knows.
+ * branch's address only, which the translator knows.  C++ includes this
+ * header in an extern "C" block.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -22,10 +23,6 @@
 
 #include <stdbool.h>
 #include <stdint.h>
-
-#ifdef __cplusplus
-extern "C" {
-#endif
 
 /* Table sizes (powers of two) and the index functions' shifts */
 #define BPRED_COND_BITS 12
@@ -98,9 +95,5 @@ bool bpred_cond(BpredState *s, uint64_t ip, bool taken);
 bool bpred_indirect(BpredState *s, uint64_t ip, uint64_t target);
 void bpred_call(BpredState *s, uint64_t return_ip);
 bool bpred_ret(BpredState *s, uint64_t target);
-
-#ifdef __cplusplus
-}
-#endif
 
 #endif /* BPRED_ENGINE_H */

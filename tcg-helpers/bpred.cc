@@ -5,7 +5,9 @@
 //
 // SPDX-License-Identifier: GPL-2.0-or-later
 
+extern "C" {
 #include "bpred-engine.h"
+}
 
 #include <cstddef>
 

@@ -22,7 +22,9 @@
 #include <unistd.h>
 #include <vector>
 
+extern "C" {
 #include "bpred-engine.h"
+}
 #include "naive_model.h"
 
 namespace
