@@ -28,6 +28,7 @@
 #include <cpuid.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/personality.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -75,6 +76,9 @@ const char *const kUsage =
     "                        them (forked children are followed either way)\n"
     "  -g, --call-graph      the call stack of each record where it is known\n"
     "                        exactly (a signal per record: slower)\n"
+    "      --aslr            keep address space randomisation (by default the\n"
+    "                        program runs without it, so that a program that\n"
+    "                        hashes addresses repeats its work run after run)\n"
     "  -q, --quiet           nothing on stderr but lwp-prof's errors (the\n"
     "                        notes and warnings are in the file)\n"
     "  record's exit status is the program's (128+N if signal N ended it),\n"
@@ -850,7 +854,7 @@ struct RecordOpts {
                 preload;
     unsigned ring_kb = 1024;
     bool native = false, force_qemu = false, quiet = false,
-         follow_exec = true, stacks = false;
+         follow_exec = true, stacks = false, aslr = false;
     std::vector<std::string> argv, qemu_args;
 };
 
@@ -1029,6 +1033,8 @@ int cmd_record(int argc, char **argv)
             o.follow_exec = false;
         } else if (a == "-g" || a == "--call-graph") {
             o.stacks = true;
+        } else if (a == "--aslr") {
+            o.aslr = true;
         } else if (a == "--preload") {
             o.preload = in.value("--preload");
         } else if (a == "-q" || a == "--quiet") {
@@ -1174,6 +1180,13 @@ int cmd_record(int argc, char **argv)
         }
         if (o.stacks) {
             setenv("LWP_PROF_STACKS", "1", 1);
+        }
+        // as rr and gdb do; the programs it runs inherit it
+        if (!o.aslr) {
+            int pers = personality(0xffffffff);
+            if (pers != -1) {
+                personality(unsigned(pers) | ADDR_NO_RANDOMIZE);
+            }
         }
         if (o.quiet) {
             setenv("LWP_PROF_QUIET", "1", 1);

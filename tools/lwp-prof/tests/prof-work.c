@@ -37,6 +37,10 @@
  *                       then runs work_a
  *   prof-work b2        main runs work_a, work_b twice, work_c (the
  *                       second build of a program, for lwp-prof diff)
+ *   prof-work aslr      prints where its stack and heap are, and runs
+ *                       work_a 1 to 4 times, as bits 12 and 13 of a
+ *                       stack address say (a program whose work depends
+ *                       on where it was loaded)
  *   prof-work callers   work_a from call_once (once) and from call_twice
  *                       (twice), which main calls: work_a's callers for
  *                       record -g
@@ -285,6 +289,16 @@ int main(int argc, char **argv)
         wait_sigio();
     } else if (!strcmp(mode, "children")) {
         start_children(argc > 2 ? argv[2] : NULL);
+    } else if (!strcmp(mode, "aslr")) {
+        int here;
+        void *heap = malloc(16);
+        unsigned long n = ((unsigned long)&here >> 12) % 4 + 1;
+
+        printf("stack %p heap %p: work_a x %lu\n", (void *)&here, heap, n);
+        while (n--) {
+            work_a();
+        }
+        free(heap);
     } else if (!strcmp(mode, "callers")) {
         call_once();
         call_twice();

@@ -648,6 +648,22 @@ n2=$(awk '/ main > call_twice > work_a$/ {print $1}' "$OUT/g.stacks")
 check "record -g: speedscope stacks main > call_once > work_a weigh ${n1:-0} (call_once's samples x (N+1)), main > call_twice > work_a ${n2:-0}" \
     test "${n1:-0}" = $((${c1:-1} * (I + 1))) -a "${n2:-0}" = $((${c2:-1} * (I + 1)))
 
+# --- no address space randomisation by default: prof-work aslr runs
+# work_a 1 to 4 times as its stack address says; three recordings must
+# see the same addresses and give the same samples.  --aslr keeps the
+# randomisation: three recordings see at least two stack addresses
+for i in 1 2 3; do
+    "$P" record -q -e ire:$I -o "$OUT/aslr$i.lwpprof" -- "$W" aslr >"$OUT/aslr$i.stdout" 2>&1
+    "$P" report -s - "$OUT/aslr$i.lwpprof" >"$OUT/aslr$i.report" 2>&1
+    "$P" record --aslr -q -e ire:$I -o "$OUT/aslr-on$i.lwpprof" -- "$W" aslr >"$OUT/aslr-on$i.stdout" 2>&1
+done
+check "no ASLR: three recordings see the same stack and heap ($(head -n 1 "$OUT/aslr1.stdout"))" \
+    sh -c "cmp -s '$OUT/aslr1.stdout' '$OUT/aslr2.stdout' && cmp -s '$OUT/aslr1.stdout' '$OUT/aslr3.stdout'"
+check "no ASLR: and give work_a the same samples ($(samples "$OUT/aslr1.report" work_a), $(samples "$OUT/aslr2.report" work_a), $(samples "$OUT/aslr3.report" work_a))" \
+    sh -c "[ -n '$(samples "$OUT/aslr1.report" work_a)' ] && [ '$(samples "$OUT/aslr1.report" work_a)' = '$(samples "$OUT/aslr2.report" work_a)' ] && [ '$(samples "$OUT/aslr1.report" work_a)' = '$(samples "$OUT/aslr3.report" work_a)' ]"
+n=$(cat "$OUT"/aslr-on?.stdout | grep -o 'stack 0x[0-9a-f]*' | sort -u | wc -l)
+check "--aslr: three recordings see $n stack addresses (at least 2)" test "$n" -ge 2
+
 # --- every report of the layer counts in English: no "1 samples"
 bad=$(grep -hoE '(^|[^0-9.,])1 (samples|threads|processes|programs|branches|instructions|records)\b' \
     "$OUT"/*.report "$OUT"/*.stderr | sort -u | tr '\n' ' ')
