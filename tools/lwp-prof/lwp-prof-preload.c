@@ -44,11 +44,13 @@
  * LWP_PROF_EVENTS, "ire:N,bre:N,..."; LWP_PROF_RING_KB and
  * LWP_PROF_THRESHOLD_KB; LWP_PROF_PROCESSES, the record file again;
  * LWP_PROF_QEMU_CMD, qemu-x86_64 and its options, a line each (not with
- * --native); LWP_PROF_NO_FOLLOW_EXEC (record --no-follow-exec);
+ * --native), and LWP_PROF_QEMU_ENV, a variable for qemu's environment; LWP_PROF_NO_FOLLOW_EXEC (record --no-follow-exec);
  * LWP_PROF_QUIET, when set, keeps the notes and warnings out of stderr
- * (they are in the file).  The library sets
- * LWP_PROF_EXECED for the programs the profiled one execs, and
- * LWP_PROF_REEXEC=PID while it runs one again under qemu.
+ * (they are in the file); LWP_PROF_STACKS (record -g).  lwp-prof record
+ * sets LWP_PROF_EXECED=0, which the library makes 1 for the programs the
+ * profiled one execs, and LWP_PROF_REEXEC=PID while it runs one again
+ * under qemu.  The environment is changed in environ itself, not with
+ * setenv or unsetenv, which a program may define (bash does).
  * Without LWP_PROF_OUT the library profiles nothing; with --no-follow-exec
  * the constructor removes it, and an exec'd program is counted instead: a
  * program exec'd with LWP_PROF_PROCESSES and this library in its
@@ -1253,6 +1255,44 @@ static void child_after_fork(void)
     call_sigaction(SIGIO, &g.prog_sigio, NULL);
 }
 
+/*
+ * The environment the program's main and the programs it execs get,
+ * changed in environ itself: a program may define its own setenv and
+ * unsetenv (bash does, for its shell variables, and ignores them before
+ * its main), which the constructor's calls would reach
+ */
+static void env_remove(const char *name)
+{
+    size_t len = strlen(name);
+    char **ep = environ, **dp;
+
+    while (ep && *ep) {
+        if (!strncmp(*ep, name, len) && (*ep)[len] == '=') {
+            for (dp = ep; (dp[0] = dp[1]); dp++) {
+                /* shift the rest down */
+            }
+        } else {
+            ep++;
+        }
+    }
+}
+
+/*
+ * LWP_PROF_EXECED=0, which lwp-prof record sets for the program, becomes
+ * 1 for the programs it execs: changed in its string, as a new array
+ * would be a program's to manage (bash's main frees what it did not make)
+ */
+static void env_mark_execed(void)
+{
+    char **ep;
+
+    for (ep = environ; ep && *ep; ep++) {
+        if (!strncmp(*ep, "LWP_PROF_EXECED=", 16) && (*ep)[16] == '0') {
+            (*ep)[16] = '1';
+        }
+    }
+}
+
 static int cpu_has_lwp(void)
 {
     uint32_t a, b, c, d;
@@ -1282,6 +1322,7 @@ static const char *run_with_lwp(char **argv)
     const char *cmd = getenv("LWP_PROF_QEMU_CMD");
     const char *tried = getenv("LWP_PROF_REEXEC");
     const char *ld = getenv("LD_PRELOAD");
+    const char *qenv = getenv("LWP_PROF_QEMU_ENV");
     char exe[PATH_MAX], pid[32], *copy, *save = NULL, *tok;
     size_t nargs = 0, nenv = 0, i, n = 0;
     ssize_t len;
@@ -1314,7 +1355,7 @@ static const char *run_with_lwp(char **argv)
     for (i = 0; environ[i]; i++) {
         nenv++;
     }
-    char *nargv[nargs + 8], *nenvp[nenv + 2];
+    char *nargv[nargs + 8], *nenvp[nenv + 3];
     size_t ldlen = strlen(ld) + sizeof("LD_PRELOAD=");
     char ldarg[ldlen];
 
@@ -1340,6 +1381,9 @@ static const char *run_with_lwp(char **argv)
         }
     }
     nenvp[n++] = pid;
+    if (qenv && *qenv) {
+        nenvp[n++] = (char *)qenv;  /* qemu's own (MALLOC_ARENA_MAX=1) */
+    }
     nenvp[n] = NULL;
     syscall(SYS_execve, nargv[0], nargv, nenvp);   /* not execve's hook */
     free(copy);
@@ -1357,7 +1401,7 @@ static void lwp_prof_start(int argc, char **argv)
     struct sigaction sa;
     sigset_t io, old;
     struct thr *t;
-    const char *why;
+    const char *why, *execed;
 
     g.processes = processes && *processes ? strdup(processes) : NULL;
     if (!out || !*out) {
@@ -1368,7 +1412,8 @@ static void lwp_prof_start(int argc, char **argv)
         }
         return;
     }
-    if (getenv("LWP_PROF_EXECED")) {
+    execed = getenv("LWP_PROF_EXECED");
+    if (execed && *execed == '1') {
         /* a program that a profiled one exec'd: followed */
         why = run_with_lwp(argv);
         if (why) {
@@ -1376,7 +1421,7 @@ static void lwp_prof_start(int argc, char **argv)
             pthread_atfork(NULL, NULL, child_after_fork);
             return;
         }
-        unsetenv("LWP_PROF_REEXEC");
+        env_remove("LWP_PROF_REEXEC");
         put_process(LWPPROF_PROCESS_EXEC_FOLLOWED, NULL);
     }
     parse_events(events && *events ? events : "ire:100000");
@@ -1452,9 +1497,9 @@ static void lwp_prof_start(int argc, char **argv)
     }
     /* programs it execs are followed (run_with_lwp), or counted */
     if (getenv("LWP_PROF_NO_FOLLOW_EXEC")) {
-        unsetenv("LWP_PROF_OUT");
+        env_remove("LWP_PROF_OUT");
     } else {
-        setenv("LWP_PROF_EXECED", "1", 1);
+        env_mark_execed();
     }
     if (pthread_key_create(&g.key, key_destructor)) {
         fail("pthread_key_create failed");

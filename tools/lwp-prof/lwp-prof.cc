@@ -904,6 +904,38 @@ std::string check_events(const std::string &spec,
 }
 
 // Static binaries and non-x86-64 files cannot take the preload library
+// A script (#!): as the kernel runs it, its interpreter with the line's
+// argument, if any, then the script's path and its arguments in *argv
+bool script_interpreter(const std::string &path, std::vector<std::string> &argv)
+{
+    FILE *f = fopen(path.c_str(), "r");
+    char line[256];
+    bool is = f && fgets(line, sizeof(line), f) && !strncmp(line, "#!", 2);
+    if (f) {
+        fclose(f);
+    }
+    if (!is) {
+        return false;
+    }
+    std::string l(line + 2);
+    l = l.substr(0, l.find('\n'));
+    size_t a = l.find_first_not_of(" \t");
+    size_t b = l.find_first_of(" \t", a);
+    if (a == std::string::npos) {
+        die(126, "%s: a #! line without an interpreter", path.c_str());
+    }
+    std::vector<std::string> run{l.substr(a, b - a)};
+    size_t c = b == std::string::npos ? b : l.find_first_not_of(" \t", b);
+    if (c != std::string::npos) {
+        size_t e = l.find_last_not_of(" \t");
+        run.push_back(l.substr(c, e + 1 - c));
+    }
+    run.push_back(path);
+    run.insert(run.end(), argv.begin() + 1, argv.end());
+    argv = run;
+    return true;
+}
+
 void check_program(const std::string &path)
 {
     int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -914,8 +946,8 @@ void check_program(const std::string &path)
     Elf *e = elf_begin(fd, ELF_C_READ, nullptr);
     GElf_Ehdr eh;
     if (!e || elf_kind(e) != ELF_K_ELF || !gelf_getehdr(e, &eh)) {
-        die(126, "%s: not an ELF executable (lwp-prof runs x86-64 ELF "
-            "programs; for a script, profile its interpreter)", path.c_str());
+        die(126, "%s: not an ELF executable or a #! script (lwp-prof runs "
+            "x86-64 ELF programs)", path.c_str());
     }
     if (eh.e_machine != EM_X86_64 || gelf_getclass(e) != ELFCLASS64) {
         die(126, "%s: not an x86-64 program", path.c_str());
@@ -1075,6 +1107,9 @@ int cmd_record(int argc, char **argv)
     if (!is_exec(prog)) {
         die(126, "%s: not an executable file", prog.c_str());
     }
+    if (script_interpreter(prog, o.argv)) {
+        prog = o.argv[0];
+    }
     check_program(prog);
 
     std::string preload = o.preload;
@@ -1128,8 +1163,17 @@ int cmd_record(int argc, char **argv)
         }
     }
     std::vector<std::string> args;
+    bool arena = false;
     if (!native) {
         args = {qemu, "-cpu", o.cpu, "-E", "LD_PRELOAD=" + ld};
+        // Without ASLR, qemu-x86_64 still places the program's stack
+        // where its own mappings leave room, and a glibc arena of one of
+        // its threads comes before or after it: with one arena (not the
+        // program's, -U) the program's addresses repeat
+        if (!o.aslr && !getenv("MALLOC_ARENA_MAX")) {
+            arena = true;
+            args.insert(args.end(), {"-U", "MALLOC_ARENA_MAX"});
+        }
         args.insert(args.end(), o.qemu_args.begin(), o.qemu_args.end());
         args.push_back(prog);
     } else {
@@ -1170,6 +1214,11 @@ int cmd_record(int argc, char **argv)
             for (size_t i = 0; i + 1 < args.size() && args[i] != "-E"; i++) {
                 cmd += (i ? args[i] : absolute(args[i])) + "\n";
             }
+            if (arena) {
+                cmd += "-U\nMALLOC_ARENA_MAX\n";
+                setenv("MALLOC_ARENA_MAX", "1", 1);     // qemu's, not the guest's
+                setenv("LWP_PROF_QEMU_ENV", "MALLOC_ARENA_MAX=1", 1);
+            }
             for (const auto &q : o.qemu_args) {
                 cmd += q + "\n";
             }
@@ -1178,6 +1227,8 @@ int cmd_record(int argc, char **argv)
         if (!o.follow_exec) {
             setenv("LWP_PROF_NO_FOLLOW_EXEC", "1", 1);
         }
+        // the program's recorder makes it 1 for what the program execs
+        setenv("LWP_PROF_EXECED", "0", 1);
         if (o.stacks) {
             setenv("LWP_PROF_STACKS", "1", 1);
         }
