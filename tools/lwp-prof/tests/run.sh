@@ -400,6 +400,20 @@ check "bash execs bash execs prof-work: record exits 0" test $? = 0
 check "bash execs bash execs prof-work: 1 process, 3 programs" \
     grep -qE '^  records: [0-9]+, ire [0-9]+ from 3 threads in 1 process, 3 programs$' "$OUT/bash.report"
 exact "bash execs bash execs prof-work" "$OUT/bash.report" "$OUT/bash.counts"
+# a #! script, run as the kernel runs it (its interpreter with the line's
+# argument, then the script): it execs prof-work, profiled exactly
+printf '#!/bin/sh -e\nexec "%s" "$@"\n' "$W" >"$OUT/work.sh"
+chmod +x "$OUT/work.sh"
+"$P" record -e ire:$I -o "$OUT/script.lwpprof" -- "$OUT/work.sh" >"$OUT/script.stdout" 2>"$OUT/script.stderr"
+rc=$?
+check "a #! script: record exits 0 ($rc) and the script ran ($(cat "$OUT/script.stdout"))" \
+    sh -c "[ $rc = 0 ] && grep -qx 'prof-work  done' '$OUT/script.stdout'"
+"$P" report -s - "$OUT/script.lwpprof" >"$OUT/script.report" 2>&1
+check "a #! script: the report is of its interpreter, /bin/sh" \
+    grep -qE "^lwp-prof report of .*: $(readlink -f /bin/sh)\$" "$OUT/script.report"
+s=$(samples "$OUT/script.report" work_b)
+check "a #! script: work_b, in the program it execs, has ${s:-no} samples for 6000002 instructions" \
+    within_one "$s" 6000002 $((I + 1))
 # --no-follow-exec: counted, not profiled, as before following
 "$P" record --no-follow-exec -e ire:$I -o "$OUT/nofollow.lwpprof" -- "$W" exec >/dev/null 2>"$OUT/nofollow.stderr"
 check "--no-follow-exec: the exec'd true is counted, not profiled" \
