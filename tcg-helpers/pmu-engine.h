@@ -128,9 +128,11 @@ PmuStatus pmu_rdpmc(const PmuProfile *p, const PmuRegs *r, uint32_t ecx,
  * Counting.  What a counter counts, decoded from its controls: the event
  * table of the profile (SDM 18.13 for the architectural events, 18.17 and
  * the Core i7 event list for Nehalem's), the USR and OS filters and the
- * enables.  The source is what the event layer reports; an event the
- * model does not know, or a modifier it does not model yet (EDGE, INV,
- * CMASK), gives PMU_SRC_NONE with known = false: the counter counts 0.
+ * enables; EDGE, INV and CMASK against the cost model's cycles, which
+ * turns each combination into a plain source or a known 0 (PMU_SRC_NONE
+ * with known = true).  The source is what the event layer reports; an
+ * event the model does not know, or a combination of modifiers it does
+ * not model, gives PMU_SRC_NONE with known = false: the counter counts 0.
  */
 typedef enum PmuSource {
     PMU_SRC_NONE = 0,

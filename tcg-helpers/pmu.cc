@@ -441,14 +441,69 @@ PmuStatus pmu_rdpmc(const PmuProfile *p, const PmuRegs *r, uint32_t ecx,
     return PMU_GP;
 }
 
+// What counter @c counts with EDGE, INV and CMASK (SDM 18.2.1.1, choice
+// 66), per cycle of the cost model: an instruction retires in its first
+// cycle, a branch's second cycle retires nothing, so a cycle holds at
+// most one retired instruction, branch and mispredicted branch, and each
+// cycle is one of the cycle sources.  With CMASK c, a cycle counts when
+// its events number at least c (INV: fewer than c); with CMASK 0, INV is
+// ignored, and EDGE takes the cycles with an event.  EDGE counts the
+// cycles that count after one that does not.  Each combination is a
+// plain source, a known 0, or not modelled (it counts 0 as well).
+static PmuCount per_cycle(PmuCount c, bool edge, bool inv, unsigned cmask)
+{
+    PmuCount zero = {}, all = {}, no_event = {};
+    bool cycles = c.source == PMU_SRC_CYCLES || c.source == PMU_SRC_REF_CYCLES;
+    bool branches = c.source == PMU_SRC_BRANCH ||
+                    c.source == PMU_SRC_BRANCH_MISP;
+
+    if (!c.known || (!cycles && !branches && c.source != PMU_SRC_INSN)) {
+        return PmuCount{};
+    }
+    if (!cmask) {
+        if (!edge) {
+            return c;
+        }
+        cmask = 1;
+        inv = false;
+    }
+    zero.known = true;
+    all.source = PMU_SRC_CYCLES;
+    all.known = true;
+    // the cycles without the event: a branch's second cycle for
+    // instructions; for all branches, the instructions' other cycles
+    if (c.source == PMU_SRC_INSN) {
+        no_event.source = PMU_SRC_BRANCH;
+        no_event.kinds = PMU_BR_ALL;
+        no_event.known = true;
+    } else if (c.source == PMU_SRC_BRANCH && c.kinds == PMU_BR_ALL) {
+        no_event.source = PMU_SRC_INSN;
+        no_event.known = true;
+    } else if (cycles) {
+        no_event = zero;
+    }
+    if (cmask >= 2) {
+        // never that many events in a cycle: no cycle, or every cycle
+        return !inv ? zero : edge ? PmuCount{} : all;
+    }
+    if (!inv) {
+        // each branch's cycle follows one without it; an instruction's
+        // may follow another's, and a cycle always follows a cycle
+        return !edge ? (cycles ? all : c) : branches ? c : PmuCount{};
+    }
+    // a branch's second cycle always follows its first
+    return !edge || c.source == PMU_SRC_INSN || cycles ? no_event
+                                                         : PmuCount{};
+}
+
 PmuCount pmu_count_gp(const PmuProfile *p, const PmuRegs *r, unsigned i)
 {
     uint64_t sel = r->gp_evtsel[i];
     PmuCount c = decode_event(p, sel & 0xff, (sel >> 8) & 0xff);
 
     if (sel & (kEvtselEdge | kEvtselInv | uint64_t{0xff} << kEvtselCmaskShift)) {
-        // per-cycle modifiers: not modelled yet
-        c = PmuCount{};
+        c = per_cycle(c, sel & kEvtselEdge, sel & kEvtselInv,
+                      (sel >> kEvtselCmaskShift) & 0xff);
     }
     c.pmi = sel & kEvtselInt;
     if ((sel & kEvtselEn) && (*r->global_ctrl & (uint64_t{1} << i))) {

@@ -354,11 +354,68 @@ TEST(PmuCount, UnknownEventsAndModifiersCountNothing)
     // C4H umask 08H is not a Nehalem unit mask; MEM_LOAD_RETIRED.DTLB_MISS
     // needs a TLB model; 0x3c umask 02H does not exist
     for (uint64_t sel : {0x4308c4ull, 0x4380cbull, 0x43023cull, 0x4300ffull,
-                         // CMASK 1, INV, EDGE
-                         0x14300c0ull, 0xc300c0ull, 0x4700c0ull}) {
+                         // EDGE on instructions, CMASK on loads
+                         0x4700c0ull, 0x143010bull}) {
         PmuCount c = gp(s, sel);
         EXPECT_EQ(c.source, PMU_SRC_NONE) << std::hex << sel;
         EXPECT_FALSE(c.known) << std::hex << sel;
+    }
+}
+
+/*
+ * EDGE, INV and CMASK (SDM 18.2.1.1: with CMASK c a cycle counts when
+ * its events number at least c, with INV fewer than c, and INV is ignored
+ * when CMASK is 0; EDGE counts deasserted-to-asserted transitions) over
+ * the cost model's cycles (choice 62: an instruction one cycle, a branch
+ * one more, in which nothing retires).  Worked by hand for a block of n
+ * instructions ending with a branch: n + 1 cycles, n with an instruction
+ * retiring, 1 with a branch retiring.
+ */
+TEST(PmuCount, PerCycleModifiers)
+{
+    Regs s;
+    const uint8_t all = PMU_BR_ALL, cond = PMU_BR_COND;
+    const struct {
+        uint64_t evtsel;
+        uint8_t source, kinds;
+        bool known;
+    } want[] = {
+        // instructions, CMASK 1: the n cycles with one
+        {0x14300c0, PMU_SRC_INSN, 0, true},
+        // INV without CMASK is ignored
+        {0xc300c0, PMU_SRC_INSN, 0, true},
+        // INV CMASK 1: the cycle without, a branch's second
+        {0x1c300c0, PMU_SRC_BRANCH, all, true},
+        // CMASK 2: never two in a cycle; INV CMASK 2: every cycle
+        {0x24300c0, PMU_SRC_NONE, 0, true},
+        {0x2c300c0, PMU_SRC_CYCLES, 0, true},
+        // EDGE INV CMASK 1: each branch's second cycle follows its first
+        {0x1c700c0, PMU_SRC_BRANCH, all, true},
+        // EDGE CMASK 1 on instructions: depends on the cycle before
+        {0x14700c0, PMU_SRC_NONE, 0, false},
+        // all branches, INV CMASK 1: the cycles of the other instructions
+        {0x1c304c4, PMU_SRC_INSN, 0, true},
+        // conditional branches, INV CMASK 1: not a sum of block events
+        {0x1c301c4, PMU_SRC_NONE, 0, false},
+        // EDGE on branches: each follows a cycle without one
+        {0x04701c4, PMU_SRC_BRANCH, cond, true},
+        {0x04700c5, PMU_SRC_BRANCH_MISP, all, true},
+        {0x14700c5, PMU_SRC_BRANCH_MISP, all, true},
+        // cycles: CMASK 1 every cycle, INV CMASK 1 none, INV CMASK 2 all
+        {0x143003c, PMU_SRC_CYCLES, 0, true},
+        {0x1c3003c, PMU_SRC_NONE, 0, true},
+        {0x2c3003c, PMU_SRC_CYCLES, 0, true},
+        {0x1c3013c, PMU_SRC_NONE, 0, true},
+        // EDGE on cycles: one transition, when counting starts
+        {0x147003c, PMU_SRC_NONE, 0, false},
+        // EDGE INV CMASK 2 on anything: the same
+        {0x2c700c4, PMU_SRC_NONE, 0, false},
+    };
+    for (const auto &w : want) {
+        PmuCount c = gp(s, w.evtsel);
+        EXPECT_EQ(c.source, w.source) << std::hex << w.evtsel;
+        EXPECT_EQ(c.kinds, w.kinds) << std::hex << w.evtsel;
+        EXPECT_EQ(c.known, w.known) << std::hex << w.evtsel;
     }
 }
 

@@ -324,6 +324,55 @@ static void test_counting_os(void)
            "to stay %lu", (unsigned long)v[0]);
 }
 
+/*
+ * EDGE, INV and CMASK over counted_loop's cycles (choice 66): 2n + 5
+ * instructions in 3n + 5 cycles, the n JNZs' second cycles retiring
+ * nothing
+ */
+static void test_per_cycle(void)
+{
+    static const struct {
+        u64 evtsel[4];
+        const char *what;
+    } rounds[] = {
+        { { 0x1c200c0, 0x2c200c0, 0x1c204c4, 0x04601c4 },
+          "INST_RETIRED INV CMASK 1, INV CMASK 2; BR_INST_RETIRED.ALL INV "
+          "CMASK 1; .CONDITIONAL EDGE" },
+        { { 0x24200c0, 0x1c2003c, 0x1c600c0, 0x1c201c4 },
+          "INST_RETIRED CMASK 2; core cycles INV CMASK 1; INST_RETIRED EDGE "
+          "INV CMASK 1; BR_INST_RETIRED.CONDITIONAL INV CMASK 1" },
+    };
+    const u64 n = 1000;
+    const u64 want[2][4] = {
+        { n, 3 * n + 5, 2 * n + 5, n },
+        { 0, 0, n, 0 },     /* the last: not modelled, 0 */
+    };
+    unsigned r, i;
+    u64 v[4];
+
+    for (r = 0; r < 2; r++) {
+        for (i = 0; i < 4; i++) {
+            wrmsr(MSR_IA32_PERFEVTSEL0 + i, rounds[r].evtsel[i]);
+        }
+        pmu_zero();
+        counted_loop(0xf, n);
+        for (i = 0; i < 4; i++) {
+            v[i] = rdmsr(MSR_IA32_PMC0 + i);
+        }
+        report(v[0] == want[r][0] && v[1] == want[r][1] &&
+               v[2] == want[r][2] && v[3] == want[r][3],
+               "%s - expect %lu %lu %lu "
+               "%lu (got %lu %lu %lu %lu)", rounds[r].what,
+               (unsigned long)want[r][0], (unsigned long)want[r][1],
+               (unsigned long)want[r][2], (unsigned long)want[r][3],
+               (unsigned long)v[0], (unsigned long)v[1],
+               (unsigned long)v[2], (unsigned long)v[3]);
+    }
+    for (i = 0; i < 4; i++) {
+        wrmsr(MSR_IA32_PERFEVTSEL0 + i, 0);
+    }
+}
+
 /* USR and OS counters over run_in_user(user_loop, n) */
 static void user_counts(u64 n, u64 v[4])
 {
@@ -1056,6 +1105,7 @@ int pmu_main(bool pmu)
         test_writes();
         test_rdpmc();
         test_counting_os();
+        test_per_cycle();
         test_counting_usr();
         test_overflow();
         test_pmi();
