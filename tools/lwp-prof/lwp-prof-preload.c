@@ -1615,14 +1615,29 @@ void _Exit(int status)
     exit_now(status);
 }
 
+/* Whether @envp has a variable @name (with its '=') */
+static int env_has(char *const envp[], const char *name)
+{
+    size_t len = strlen(name);
+
+    for (; envp && *envp; envp++) {
+        if (!strncmp(*envp, name, len)) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 /*
  * A program that cannot load this library, which an exec is about to run
- * in process @pid (statically linked, set-user-ID, not x86-64), is
- * counted here as not profiled: @file, searched in PATH when @search and
- * it has no '/'.  A dynamic one is followed (or counted) by this library
- * in it.
+ * in process @pid with the environment @envp (statically linked,
+ * set-user-ID, not x86-64, or an environment without this library or the
+ * record file: env -i), is counted here as not profiled: @file, searched
+ * in PATH when @search and it has no '/'.  Any other is followed (or
+ * counted) by this library in it.
  */
-static void exec_target(const char *file, int search, pid_t pid)
+static void exec_target(const char *file, int search, pid_t pid,
+                        char *const envp[])
 {
     char buf[PATH_MAX];
     const char *path = file, *why = NULL;
@@ -1670,6 +1685,11 @@ static void exec_target(const char *file, int search, pid_t pid)
         }
     }
     close(fd);
+    if (!why && (!env_has(envp, "LD_PRELOAD=") ||
+                 !env_has(envp, g.fd >= 0 ? "LWP_PROF_OUT="
+                                          : "LWP_PROF_PROCESSES="))) {
+        why = "its environment lacks LD_PRELOAD or lwp-prof's variables";
+    }
     if (why) {
         put_process_of(LWPPROF_PROCESS_EXECED, pid,
                        pid == getpid() ? getppid() : getpid(), path, why);
@@ -1681,12 +1701,12 @@ static void exec_target(const char *file, int search, pid_t pid)
  * records up to the exec are written (SLWPCB flushes the head).  LWP stays
  * on, in case the exec fails; the new image starts with it off.
  */
-static void before_exec(const char *file, int search)
+static void before_exec(const char *file, int search, char *const envp[])
 {
     struct thr *t = self;
     sigset_t io, old;
 
-    exec_target(file, search, getpid());
+    exec_target(file, search, getpid(), envp);
     if (g.fd < 0 || !t || !t->active || t->pid != (uint32_t)getpid()) {
         return;     /* (a vfork child: the parent's ring is not its own) */
     }
@@ -1705,7 +1725,7 @@ int execve(const char *path, char *const argv[], char *const envp[])
     static void *real;
     int (*fn)(const char *, char *const[], char *const[]);
 
-    before_exec(path, 0);
+    before_exec(path, 0, envp);
     *(void **)&fn = real_fn(&real, "execve");
     return fn ? fn(path, argv, envp) : (errno = ENOSYS, -1);
 }
@@ -1715,7 +1735,7 @@ int execv(const char *path, char *const argv[])
     static void *real;
     int (*fn)(const char *, char *const[]);
 
-    before_exec(path, 0);
+    before_exec(path, 0, environ);
     *(void **)&fn = real_fn(&real, "execv");
     return fn ? fn(path, argv) : (errno = ENOSYS, -1);
 }
@@ -1725,7 +1745,7 @@ int execvp(const char *file, char *const argv[])
     static void *real;
     int (*fn)(const char *, char *const[]);
 
-    before_exec(file, 1);
+    before_exec(file, 1, environ);
     *(void **)&fn = real_fn(&real, "execvp");
     return fn ? fn(file, argv) : (errno = ENOSYS, -1);
 }
@@ -1735,7 +1755,7 @@ int execvpe(const char *file, char *const argv[], char *const envp[])
     static void *real;
     int (*fn)(const char *, char *const[], char *const[]);
 
-    before_exec(file, 1);
+    before_exec(file, 1, envp);
     *(void **)&fn = real_fn(&real, "execvpe");
     return fn ? fn(file, argv, envp) : (errno = ENOSYS, -1);
 }
@@ -1842,7 +1862,7 @@ static int spawn(void **real, const char *name, int search, pid_t *pid,
     *(void **)&fn = real_fn(real, name);
     r = fn ? fn(&child, file, fa, attr, argv, envp) : ENOSYS;
     if (!r) {
-        exec_target(file, search, child);
+        exec_target(file, search, child, envp ? envp : environ);
         if (pid) {
             *pid = child;
         }

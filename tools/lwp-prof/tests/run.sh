@@ -414,6 +414,14 @@ check "a #! script: the report is of its interpreter, /bin/sh" \
 s=$(samples "$OUT/script.report" work_b)
 check "a #! script: work_b, in the program it execs, has ${s:-no} samples for 6000002 instructions" \
     within_one "$s" 6000002 $((I + 1))
+# an exec with an empty environment (env -i) cannot load the recorder:
+# counted, with the reason, and the records end there (not "did not run
+# exit()")
+profile envi exec /usr/bin/env -i /bin/true
+check "env -i: record says true ran unprofiled, its environment without LD_PRELOAD" \
+    grep -q "^lwp-prof: the program exec'd /bin/true, which ran unprofiled (its environment lacks LD_PRELOAD or lwp-prof's variables): the records end there$" "$OUT/envi.stderr"
+check "env -i: the report lists env, and says neither 'did not run exit()'" \
+    sh -c "grep -qE '^    thread 1 \(tid [0-9]+\) in env: ' '$OUT/envi.report' && ! grep -q 'did not run exit' '$OUT/envi.report' '$OUT/envi.stderr'"
 # --no-follow-exec: counted, not profiled, as before following
 "$P" record --no-follow-exec -e ire:$I -o "$OUT/nofollow.lwpprof" -- "$W" exec >/dev/null 2>"$OUT/nofollow.stderr"
 check "--no-follow-exec: the exec'd true is counted, not profiled" \
