@@ -7,7 +7,9 @@
 #include "lwp-engine-test.hh"
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdlib>
+#include <cstring>
 #include <new>
 #include <utility>
 
@@ -20,6 +22,12 @@ constexpr uint32_t kMinLine = 16;
 constexpr uint32_t kMaxLine = 4096;
 constexpr uint32_t kMaxWays = 64;
 constexpr uint32_t kMaxSize = uint32_t{64} << 20;
+
+// CacheModel::result_tail_ holds the bytes of a result after its addr
+constexpr size_t kTailOffset = offsetof(LwpCacheResult, latency);
+static_assert(kTailOffset == sizeof(uint64_t) &&
+                  sizeof(LwpCacheResult) == 2 * sizeof(uint64_t),
+              "a result is its addr and 8 bytes");
 
 constexpr bool pow2(uint64_t v)
 {
@@ -183,6 +191,8 @@ bool CacheLevel::init(const LwpCacheLevelConfig &cfg)
     stamps_ = stamps;
     stride_ = stride;
     set_shape(cfg);
+    tag_shift_ = line_shift_ + set_bits_;
+    hi_shift_ = tag_shift_ + kTagBits;
     clear();
     return true;
 }
@@ -192,9 +202,11 @@ void CacheLevel::swap(CacheLevel &other)
     std::swap(tags_, other.tags_);
     std::swap(hi_, other.hi_);
     std::swap(stamps_, other.stamps_);
-    std::swap(wide_, other.wide_);
+    std::swap(narrow_limit_, other.narrow_limit_);
     std::swap(clock_, other.clock_);
     std::swap(stride_, other.stride_);
+    std::swap(tag_shift_, other.tag_shift_);
+    std::swap(hi_shift_, other.hi_shift_);
     swap_shape(other);
 }
 
@@ -206,7 +218,7 @@ void CacheLevel::clear()
         hi_[i] = 0;
         stamps_[i] = 0;
     }
-    wide_ = false;
+    narrow_limit_ = uint64_t{1} << hi_shift_;
     clock_ = 0;
 }
 
@@ -236,16 +248,14 @@ void CacheLevel::renumber()
 // used one leaves if the set is full (an unused way has the smallest stamp)
 void CacheLevel::fill(uint64_t addr)
 {
-    uint64_t line = addr >> line_shift_;
-    uint64_t base = set_base(line);
-    put(base + victim(base), line);
+    uint64_t base = set_base(addr);
+    put(base + victim(base), addr);
 }
 
 void CacheLevel::invalidate(uint64_t addr)
 {
-    uint64_t line = addr >> line_shift_;
-    uint64_t base = set_base(line);
-    uint64_t ways = match(base, line);
+    uint64_t base = set_base(addr);
+    uint64_t ways = match(base, addr);
     if (ways) {
         unsigned w = static_cast<unsigned>(__builtin_ctzll(ways));
         tags_[base + w] = kEmptyTag;
@@ -279,15 +289,23 @@ bool CacheModel::configure(const LwpCacheConfig &cfg)
     if (cfg.level[0].ways == 4) {
         fast_path_ = levels_ > 1 && cfg.level[1].ways == 16 ? 1 : 2;
     }
-    for (unsigned i = 0; i <= LWP_CACHE_MAX_LEVELS; i++) {
-        result_level_[i] = LWP_CACHE_DRAM;
-        result_latency_[i] = dram_latency_;
-    }
-    result_level_[0] = LWP_CACHE_L1;
-    result_latency_[0] = l1_.latency();
-    for (unsigned i = 1; i < levels_ && i < LWP_CACHE_MAX_LEVELS; i++) {
-        result_level_[i] = static_cast<uint8_t>(LWP_CACHE_L1 + i);
-        result_latency_[i] = lower(i).latency();
+    l1_offset_mask_ = cfg.level[0].line_size - 1;
+    short_limit_ = fast_path_ ? uint64_t{cfg.level[0].line_size} + 1 : 0;
+    for (unsigned src = 0; src <= LWP_CACHE_MAX_LEVELS; src++) {
+        LwpCacheResult res = {};
+        res.level = LWP_CACHE_DRAM;
+        res.latency = dram_latency_;
+        if (src == 0) {
+            res.level = LWP_CACHE_L1;
+            res.latency = l1_.latency();
+        } else if (src < levels_) {
+            res.level = static_cast<uint8_t>(LWP_CACHE_L1 + src);
+            res.latency = lower(src).latency();
+        }
+        res.misses = src != 0;
+        std::memcpy(&result_tail_[src],
+                    reinterpret_cast<const char *>(&res) + kTailOffset,
+                    sizeof(result_tail_[src]));
     }
     return true;
 }
@@ -316,62 +334,107 @@ unsigned CacheModel::access(uint64_t addr)
     return access_from(1, addr);
 }
 
-// access(), when L1's sets have @ways ways and L2's stride is @l2_stride
-// (0: not known at compile time).  Whether a load hits L1 is as good as
-// random, so L1's hit and fill are the same update of its list, without a
-// branch: the line goes to the front, and the lines before its place (a
-// miss: all but the last) move back by one.
-template <uint32_t ways, uint32_t l2_stride>
-unsigned CacheModel::access_line_l1(uint64_t addr)
+// The 4-way L1 @set with @line put in front: a hit moves it there from
+// its place, a miss drops the last line.  Whether a load hits L1 is as
+// good as random, so both are the same update, without a branch: the line
+// goes to the front, and the lines before its place (a miss: all but the
+// last) move back by one.  Returns whether @line missed.
+[[gnu::always_inline]] inline bool to_front4(uint64_t *set, uint64_t line)
 {
-    uint64_t line = addr >> l1_.line_shift_;
-    uint64_t *set = l1_.lines_ + (line & l1_.set_mask_) * ways;
-    uint64_t old[ways];
+#ifdef __SSE2__
+    // two ways per vector: a = ways 0 and 1, b = 2 and 3
+    __m128i *v = reinterpret_cast<__m128i *>(set);
+    __m128i want = _mm_set1_epi64x(static_cast<long long>(line));
+    __m128i a = _mm_load_si128(v);
+    __m128i b = _mm_load_si128(v + 1);
+    // all ones in the ways that hold @line (64-bit compares from 32-bit)
+    __m128i ea = _mm_cmpeq_epi32(a, want);
+    __m128i eb = _mm_cmpeq_epi32(b, want);
+    ea = _mm_and_si128(ea, _mm_shuffle_epi32(ea, _MM_SHUFFLE(2, 3, 0, 1)));
+    eb = _mm_and_si128(eb, _mm_shuffle_epi32(eb, _MM_SHUFFLE(2, 3, 0, 1)));
+    // the ways that keep their line, those after @line's place: way w
+    // (1 to 3) when @line is in one of ways 0 to w - 1 (way 0 never)
+    __m128i in01 =
+        _mm_or_si128(ea, _mm_shuffle_epi32(ea, _MM_SHUFFLE(1, 0, 3, 2)));
+    __m128i keep_a = _mm_slli_si128(ea, 8);
+    __m128i keep_b = _mm_or_si128(in01, _mm_slli_si128(eb, 8));
+    // the others take the line before them, way 0 takes @line
+    __m128i moved_a = _mm_unpacklo_epi64(want, a);
+    __m128i moved_b = _mm_castpd_si128(
+        _mm_shuffle_pd(_mm_castsi128_pd(a), _mm_castsi128_pd(b), 1));
+    // moved ^ ((moved ^ old) & keep)
+    _mm_store_si128(
+        v, _mm_xor_si128(moved_a,
+                         _mm_and_si128(_mm_xor_si128(moved_a, a), keep_a)));
+    _mm_store_si128(
+        v + 1, _mm_xor_si128(moved_b,
+                             _mm_and_si128(_mm_xor_si128(moved_b, b), keep_b)));
+    return !_mm_movemask_epi8(_mm_or_si128(in01, eb));
+#else
+    uint64_t old[4] = {set[0], set[1], set[2], set[3]};
     // all ones when the line is before place w in the list (masks, not
     // conditions, which GCC makes branches)
     uint64_t before = 0;
-
-#pragma GCC unroll 8
-    for (uint32_t w = 0; w < ways; w++) {
-        old[w] = set[w];
-    }
-#pragma GCC unroll 8
-    for (uint32_t w = 1; w < ways; w++) {
+    for (uint32_t w = 1; w < 4; w++) {
         before |= -uint64_t{old[w - 1] == line};
         set[w] = (old[w] & before) | (old[w - 1] & ~before);
     }
     set[0] = line;
-    bool hit = before | (old[ways - 1] == line);
-    if (hit) {
-        return 0;
-    }
-    if (levels_ == 1 || lower(1).lookup<l2_stride>(addr)) {
-        return 1;
-    }
-    lower(1).fill(addr);
-    return access_from(2, addr);
+    return !(before | (old[3] == line));
+#endif
 }
 
 // "Loads and line-crossing loads": the L1 lines of the load, in ascending
 // order, each accessed as above; the result describes the first that
-// missed L1.  A load within one line takes a short path, with the rest out
-// of line (load_lines), so that it saves few registers
+// missed L1.  A load within one line of a 4-way L1 takes a short path,
+// with the rest in other functions that it jumps to (load_lines,
+// l1_missed), so that an L1 hit saves no registers
 LwpCacheResult CacheModel::load(uint64_t addr, uint32_t size)
 {
-    uint64_t mask = ~uint64_t{0} << l1_.line_shift_;
-    uint64_t last = addr + (size ? size - 1 : 0);
-
-    if ((addr & mask) != (last & mask) || last < addr || !fast_path_) {
+    if ((addr & l1_offset_mask_) + size >= short_limit_) {
         return load_lines(addr, size);
     }
-    unsigned src = fast_path_ == 1 ? access_line_l1<4, 16>(addr)
-                                   : access_line_l1<4, 0>(addr);
-    LwpCacheResult res = {};
-    res.addr = addr;
-    res.level = result_level_[src];
-    res.latency = result_latency_[src];
-    res.misses = src != 0;
-    return res;
+    uint64_t line = addr >> l1_.line_shift_;
+    if (!to_front4(l1_.lines_ + (line & l1_.set_mask_) * 4, line)) {
+        return l1_hit(addr);
+    }
+    if (fast_path_ == 1) {
+        return l1_missed<16>(addr);
+    }
+    return l1_missed<0>(addr);
+}
+
+template <uint32_t l2_stride>
+LwpCacheResult CacheModel::l1_missed(uint64_t addr)
+{
+    if (!l2_stride && levels_ == 1) {
+        return short_result(addr, 1);
+    }
+    uint64_t index;
+    if (!lower(1).find<l2_stride>(addr, &index)) {
+        return l2_missed(addr);
+    }
+    if (!lower(1).hit_fast(index)) {
+        return l2_hit(addr, index);
+    }
+    return short_result(addr, 1);
+}
+
+LwpCacheResult CacheModel::l1_hit(uint64_t addr)
+{
+    return short_result(addr, 0);
+}
+
+LwpCacheResult CacheModel::l2_hit(uint64_t addr, uint64_t index)
+{
+    lower(1).hit(index);
+    return short_result(addr, 1);
+}
+
+LwpCacheResult CacheModel::l2_missed(uint64_t addr)
+{
+    lower(1).fill(addr);
+    return short_result(addr, access_from(2, addr));
 }
 
 LwpCacheResult CacheModel::load_lines(uint64_t addr, uint32_t size)
@@ -384,19 +447,15 @@ LwpCacheResult CacheModel::load_lines(uint64_t addr, uint32_t size)
     uint64_t first_line = addr & ~(line - 1);
     uint64_t last_line = last & ~(line - 1);
 
-    LwpCacheResult res = {};
-    res.addr = addr;
-    res.level = LWP_CACHE_L1;
-    res.latency = l1_.latency();
+    LwpCacheResult res = short_result(addr, 0);
     for (uint64_t a = first_line;; a += line) {
         unsigned src = access(a);
         if (src) {
             if (!res.misses) {
-                res.addr = a < addr ? addr : a;
-                res.level = result_level_[src];
-                res.latency = result_latency_[src];
+                res = short_result(a < addr ? addr : a, src);
+            } else {
+                res.misses++;
             }
-            res.misses++;
         }
         if (a == last_line) {
             break;

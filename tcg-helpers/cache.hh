@@ -108,8 +108,8 @@ class ListLevel : public LevelShape
 // holds a line as its tag, the line number without the set index bits,
 // in three parts (see "Cost" in docs/cache-model.md): its low 31 bits in
 // tags_ (kEmptyTag for an unused way), the rest in hi_, which is read
-// only while some line of the level has a nonzero rest (wide_; user
-// addresses never do), and the time the way was last used: a stamp from
+// only while some line of the level has a nonzero rest (narrow_limit_;
+// user addresses never do), and the time the way was last used: a stamp from
 // a counter that every use advances, 0 for an unused way.
 // The set's list of docs/cache-model.md, most recently used first, is its
 // lines by decreasing stamp, so a hit only writes a stamp, and a fill
@@ -132,6 +132,27 @@ class CacheLevel : public LevelShape
     // the caller knows it, for a compare unrolled at compile time
     template <uint32_t stride = 0>
     [[gnu::always_inline]] inline bool lookup(uint64_t addr);
+    // lookup() in two steps: whether the line of @addr is present, with
+    // the entry of its way in @index ...
+    template <uint32_t stride = 0>
+    [[gnu::always_inline]] inline bool find(uint64_t addr,
+                                            uint64_t *index) const;
+    // ... and the hit on the way at @index, which fails and changes
+    // nothing when the stamps need renumbering (then hit(), out of line)
+    [[gnu::always_inline]] inline bool hit_fast(uint64_t index)
+    {
+        uint32_t stamp = clock_ + 1;
+        if (static_cast<int32_t>(stamp) < 0) { // stamp == kClockLimit, 2^31
+            return false;
+        }
+        clock_ = stamp;
+        stamps_[index] = stamp;
+        return true;
+    }
+    void hit(uint64_t index)
+    {
+        stamps_[index] = next_stamp();
+    }
     // Inserts the line holding @addr, absent, as the most recently used,
     // evicting the least recently used when the set is full
     void fill(uint64_t addr);
@@ -155,33 +176,37 @@ class CacheLevel : public LevelShape
     // Stamps stay below this, so that they compare as signed numbers too
     static constexpr uint32_t kClockLimit = uint32_t{1} << 31;
 
-    uint64_t set_base(uint64_t line) const
+    // The first entry of the set of @addr (@stride: as for lookup)
+    template <uint32_t stride = 0> uint64_t set_base(uint64_t addr) const
     {
-        return (line & set_mask_) * stride_;
+        return ((addr >> line_shift_) & set_mask_) *
+               (stride ? stride : stride_);
     }
-    uint32_t tag_lo(uint64_t line) const
+    // The two parts of the tag of the line holding @addr
+    uint32_t tag_lo(uint64_t addr) const
     {
-        return static_cast<uint32_t>(line >> set_bits_) &
+        return static_cast<uint32_t>(addr >> tag_shift_) &
                ((uint32_t{1} << kTagBits) - 1);
     }
-    uint32_t tag_hi(uint64_t line) const
+    uint32_t tag_hi(uint64_t addr) const
     {
-        return static_cast<uint32_t>(line >> (set_bits_ + kTagBits));
+        return static_cast<uint32_t>(addr >> hi_shift_);
     }
     // The ways among the stride_ entries at @set that hold @want: a bit
     // per way
     [[gnu::always_inline]] inline uint64_t equal(const uint32_t *set,
                                                  uint32_t want) const;
-    // The ways of the set at @base whose tag is @line's (@stride: as for
-    // lookup)
+    // The ways of the set at @base that hold the line of @addr (@stride:
+    // as for lookup)
     template <uint32_t stride = 0>
     [[gnu::always_inline]] inline uint64_t match(uint64_t base,
-                                                 uint64_t line) const;
+                                                 uint64_t addr) const;
     // The way of the set at @base that a fill replaces: the one with the
     // smallest stamp (the first of them)
     [[gnu::always_inline]] inline uint32_t victim(uint64_t base) const;
-    // The way at @index now holds @line, as the most recently used
-    [[gnu::always_inline]] inline void put(uint64_t index, uint64_t line);
+    // The way at @index now holds the line of @addr, as the most recently
+    // used
+    [[gnu::always_inline]] inline void put(uint64_t index, uint64_t addr);
     uint32_t next_stamp()
     {
         if (clock_ == kClockLimit - 1) {
@@ -195,31 +220,48 @@ class CacheLevel : public LevelShape
     uint32_t *tags_ = nullptr;
     uint32_t *hi_ = nullptr;
     uint32_t *stamps_ = nullptr;
-    bool wide_ = false;
+    // While no line of the level has a nonzero rest, the addresses whose
+    // line has none: those below 2^hi_shift_; 0 once some line has one
+    uint64_t narrow_limit_ = 0;
     uint32_t clock_ = 0; // the last stamp given
     uint32_t stride_ = 0;
+    uint32_t tag_shift_ = 0; // line_shift_ + set_bits_
+    uint32_t hi_shift_ = 0;  // tag_shift_ + kTagBits
 };
 
-// The ways among @set's @n entries that hold @want: a bit per way
+// The ways among @set's @n entries that hold @want: a bit per way.  @n
+// is a multiple of 4, and with SSE2 @set is 16-byte aligned.
 [[gnu::always_inline]] inline uint64_t equal_n(const uint32_t *set,
                                                uint32_t want, uint32_t n)
 {
     uint64_t ways = 0;
+    uint32_t w = 0;
 #ifdef __SSE2__
-    __m128i v = _mm_set1_epi32(static_cast<int>(want));
-    // unrolled for the constant @n of the short path: 11.7 instead of
-    // 12.4 ns per load where the loads of a gzip run are replayed (the
-    // same for oldest_n's chain of conditional moves: 13.9)
-#pragma GCC unroll 16
-    for (uint32_t w = 0; w < n; w += 4) {
-        __m128i four =
-            _mm_loadu_si128(reinterpret_cast<const __m128i *>(set + w));
-        uint32_t eq = static_cast<uint32_t>(
-            _mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(four, v))));
+    const __m128i *v = reinterpret_cast<const __m128i *>(set);
+    __m128i x = _mm_set1_epi32(static_cast<int>(want));
+    // sixteen ways at a time: four compares packed into one byte mask (a
+    // 16-way L2 lookup takes 3 instructions fewer than with four
+    // movmskps, shifts and ors, 81 instead of 88 per load of the model
+    // where the loads of a gzip run are replayed: bench/cache_replay.cc)
+#pragma GCC unroll 4
+    for (; w + 16 <= n; w += 16) {
+        __m128i e0 = _mm_cmpeq_epi32(_mm_load_si128(v + w / 4), x);
+        __m128i e1 = _mm_cmpeq_epi32(_mm_load_si128(v + w / 4 + 1), x);
+        __m128i e2 = _mm_cmpeq_epi32(_mm_load_si128(v + w / 4 + 2), x);
+        __m128i e3 = _mm_cmpeq_epi32(_mm_load_si128(v + w / 4 + 3), x);
+        __m128i e =
+            _mm_packs_epi16(_mm_packs_epi32(e0, e1), _mm_packs_epi32(e2, e3));
+        ways |= uint64_t{static_cast<uint32_t>(_mm_movemask_epi8(e))} << w;
+    }
+#pragma GCC unroll 4
+    for (; w < n; w += 4) {
+        __m128i e = _mm_cmpeq_epi32(_mm_load_si128(v + w / 4), x);
+        uint32_t eq =
+            static_cast<uint32_t>(_mm_movemask_ps(_mm_castsi128_ps(e)));
         ways |= uint64_t{eq} << w;
     }
 #else
-    for (uint32_t w = 0; w < n; w++) {
+    for (; w < n; w++) {
         ways |= uint64_t{set[w] == want} << w;
     }
 #endif
@@ -256,12 +298,12 @@ uint64_t CacheLevel::equal(const uint32_t *set, uint32_t want) const
 }
 
 template <uint32_t stride>
-uint64_t CacheLevel::match(uint64_t base, uint64_t line) const
+uint64_t CacheLevel::match(uint64_t base, uint64_t addr) const
 {
-    uint64_t ways = stride ? equal_n(tags_ + base, tag_lo(line), stride)
-                           : equal(tags_ + base, tag_lo(line));
-    uint32_t hi = tag_hi(line);
-    if (wide_ || hi) {
+    uint64_t ways = stride ? equal_n(tags_ + base, tag_lo(addr), stride)
+                           : equal(tags_ + base, tag_lo(addr));
+    if (addr >= narrow_limit_) {
+        uint32_t hi = tag_hi(addr);
         ways &=
             stride ? equal_n(hi_ + base, hi, stride) : equal(hi_ + base, hi);
     }
@@ -283,27 +325,36 @@ uint32_t CacheLevel::victim(uint64_t base) const
     }
 }
 
-void CacheLevel::put(uint64_t index, uint64_t line)
+void CacheLevel::put(uint64_t index, uint64_t addr)
 {
-    uint32_t hi = tag_hi(line);
-    tags_[index] = tag_lo(line);
-    if (hi || wide_) {
-        hi_[index] = hi;
-        wide_ = true;
+    tags_[index] = tag_lo(addr);
+    if (addr >= narrow_limit_) {
+        hi_[index] = tag_hi(addr);
+        narrow_limit_ = 0;
     }
     stamps_[index] = next_stamp();
+}
+
+template <uint32_t stride>
+bool CacheLevel::find(uint64_t addr, uint64_t *index) const
+{
+    uint64_t base = set_base<stride>(addr);
+    uint64_t ways = match<stride>(base, addr);
+    if (!ways) {
+        return false;
+    }
+    *index = base + static_cast<uint64_t>(__builtin_ctzll(ways));
+    return true;
 }
 
 // "LRU": a hit makes the line the most recently used of its set
 template <uint32_t stride> bool CacheLevel::lookup(uint64_t addr)
 {
-    uint64_t line = addr >> line_shift_;
-    uint64_t base = (line & set_mask_) * (stride ? stride : stride_);
-    uint64_t ways = match<stride>(base, line);
-    if (!ways) {
+    uint64_t index;
+    if (!find<stride>(addr, &index)) {
         return false;
     }
-    stamps_[base + static_cast<unsigned>(__builtin_ctzll(ways))] = next_stamp();
+    hit(index);
     return true;
 }
 
@@ -335,19 +386,48 @@ class CacheModel
     [[gnu::noinline]] unsigned access_from(unsigned first, uint64_t addr);
     // One L1 line from L1 on
     unsigned access(uint64_t addr);
+    // load(), for a load in more than one L1 line or without a short path
     [[gnu::noinline]] LwpCacheResult load_lines(uint64_t addr, uint32_t size);
-    template <uint32_t ways, uint32_t l2_stride>
-    [[gnu::always_inline]] inline unsigned access_line_l1(uint64_t addr);
+    // The short path of load() after a miss in L1, from L2 on: when L2's
+    // stride is @l2_stride (0: not known at compile time) ...
+    template <uint32_t l2_stride>
+    [[gnu::noinline]] LwpCacheResult l1_missed(uint64_t addr);
+    // ... and after a miss in L2
+    [[gnu::noinline]] LwpCacheResult l2_missed(uint64_t addr);
+    // ... after an L1 hit (a function of its own, like the others, so that
+    // GCC 12 makes all of them jumps, not calls)
+    [[gnu::noinline]] LwpCacheResult l1_hit(uint64_t addr);
+    // ... and after an L2 hit on the way at @index that renumbers stamps
+    [[gnu::noinline, gnu::cold]] LwpCacheResult l2_hit(uint64_t addr,
+                                                       uint64_t index);
+    // The result of a load at @addr whose first line that missed L1 (or
+    // its only line) @src supplied (made as two words in a union, which GCC and
+    // Clang allow: stores into the fields of a result keep the functions that
+    // return it from jumping to one another, and a bit cast becomes field by
+    // field moves)
+    LwpCacheResult short_result(uint64_t addr, unsigned src) const
+    {
+        union {
+            uint64_t words[2];
+            LwpCacheResult res;
+        } u = {{addr, result_tail_[src]}};
+        return u.res;
+    }
 
     ListLevel l1_;
     CacheLevel lower_[LWP_CACHE_MAX_LEVELS - 1]; // L2, L3
     unsigned levels_ = 0;
     unsigned fast_path_ = 0;
+    // A load takes the short path when (its offset in its L1 line) + (its
+    // size) < short_limit_: 0 without a short path, else the line size
+    // plus 1.  A load that passes 2^64 - 1 crosses into another line.
+    uint64_t l1_offset_mask_ = 0;
+    uint64_t short_limit_ = 0;
     uint32_t dram_latency_ = 0;
-    // By the supplying level (0 is L1, levels_ DRAM): the result's level
-    // and latency
-    uint8_t result_level_[LWP_CACHE_MAX_LEVELS + 1] = {};
-    uint32_t result_latency_[LWP_CACHE_MAX_LEVELS + 1] = {};
+    // By the supplying level (0 is L1, levels_ DRAM): the bytes of the
+    // result after its addr, its latency, level and misses (0 for L1, 1
+    // for the others)
+    uint64_t result_tail_[LWP_CACHE_MAX_LEVELS + 1] = {};
 };
 
 bool cache_config_valid(const LwpCacheConfig &cfg);

@@ -265,6 +265,12 @@ INSTANTIATE_TEST_SUITE_P(
                 toy(3, 150,
                     {{512, 4, 16, 2}, {2048, 2, 32, 9}, {4096, 64, 64, 40}}),
                 60000, 300},
+        // The short path of a 4-way L1 with a 16-way L2 (the default
+        // geometry's), here with lines that grow from level to level
+        RefCase{"toy3_short_path",
+                toy(3, 120,
+                    {{512, 4, 16, 3}, {4096, 16, 32, 12}, {16384, 8, 128, 41}}),
+                60000, 300},
         RefCase{"toy2", toy(2, 77, {{1024, 2, 32, 5}, {4096, 1, 32, 17}}),
                 40000, 300},
         RefCase{"toy1", toy(1, 60, {{512, 8, 64, 1}}), 20000, 300},
