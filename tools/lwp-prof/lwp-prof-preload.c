@@ -44,9 +44,10 @@
  * LWP_PROF_EVENTS, "ire:N,bre:N,..."; LWP_PROF_RING_KB and
  * LWP_PROF_THRESHOLD_KB; LWP_PROF_PROCESSES, the record file again;
  * LWP_PROF_QEMU_CMD, qemu-x86_64 and its options, a line each (not with
- * --native), and LWP_PROF_QEMU_ENV, a variable for qemu's environment; LWP_PROF_NO_FOLLOW_EXEC (record --no-follow-exec);
- * LWP_PROF_QUIET, when set, keeps the notes and warnings out of stderr
- * (they are in the file); LWP_PROF_STACKS (record -g).  lwp-prof record
+ * --native), and LWP_PROF_QEMU_ENV, a variable for qemu's environment;
+ * LWP_PROF_NO_FOLLOW_EXEC (record --no-follow-exec); LWP_PROF_QUIET,
+ * when set, keeps the notes and warnings out of stderr (they are in the
+ * file); LWP_PROF_STACKS (record -g).  lwp-prof record
  * sets LWP_PROF_EXECED=0, which the library makes 1 for the programs the
  * profiled one execs, and LWP_PROF_REEXEC=PID while it runs one again
  * under qemu.  The environment is changed in environ itself, not with

@@ -1216,7 +1216,7 @@ int cmd_record(int argc, char **argv)
             }
             if (arena) {
                 cmd += "-U\nMALLOC_ARENA_MAX\n";
-                setenv("MALLOC_ARENA_MAX", "1", 1);     // qemu's, not the guest's
+                setenv("MALLOC_ARENA_MAX", "1", 1);  // qemu's, not the guest's
                 setenv("LWP_PROF_QEMU_ENV", "MALLOC_ARENA_MAX=1", 1);
             }
             for (const auto &q : o.qemu_args) {
