@@ -11,8 +11,11 @@
 # every thread of a threaded program is sampled; that the speedscope file
 # is valid; that bad input gets a clear error; that a program's own
 # SIGIO handler and its own LWPCB are reported, and one that waits for
-# its own SIGIO gets it; and that DCache Misses
-# samples name the load that misses.
+# its own SIGIO gets it; that DCache Misses samples name the load that
+# misses; that programs the program execs (directly, through a shell,
+# posix_spawn or a #! script) are profiled exactly, and those that cannot
+# be are counted with the reason; that record -g gives each caller its
+# share, by hand; and that recordings without ASLR repeat.
 set -uo pipefail
 . "$(dirname "$0")/../../../scripts/common.sh"
 QEMU=${1:-$BUILD/qemu-x86_64}
