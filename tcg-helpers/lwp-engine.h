@@ -144,6 +144,8 @@ typedef struct LwpMem {
 
 /* Outcome details of a call, filled by every call that takes one */
 typedef struct LwpResult {
+    /* LWP_FAULT_GP of LLWPCB: which rule of spec 5.1 failed, for traces */
+    const char *gp_reason;
     uint64_t fault_addr; /* LWP_FAULT_PF: the range whose access failed */
     uint32_t fault_len;
     uint8_t fault_write; /* LWP_FAULT_PF: 1 for a write */

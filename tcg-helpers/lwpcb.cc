@@ -59,18 +59,24 @@ LwpStatus load(LwpState *s, const LwpContext *ctx, const LwpMem *mem,
 
     // "If any part of the LWPCB ... is beyond the data segment limit"
     if (!range_ok(ctx, ea, size)) {
+        res->gp_reason = "the LWPCB is beyond the DS limit or not canonical "
+                         "(5.1)";
         return LWP_FAULT_GP;
     }
     const uint64_t cb_addr = linear(ctx, ea);
     // LWP_CBADDR 0 means disabled (4.3): an LWPCB whose linear address is
     // 0 cannot be enabled (choice 14 (a))
     if (!cb_addr) {
+        res->gp_reason = "the LWPCB's linear address is 0, which "
+                         "LWP_CBADDR takes for disabled (4.3)";
         return LWP_FAULT_GP;
     }
     if (!read_cb(ctx, mem, cb_addr, cb, res)) {
         return LWP_FAULT_PF;
     }
     if (!reserved_clear(cb)) {
+        res->gp_reason = "a reserved field of the LWPCB is not 0 (Table "
+                         "6-1)";
         return LWP_FAULT_GP;
     }
     // Table 6-1, BufferSize: rounded down to a multiple of LwpEventSize,
@@ -78,12 +84,17 @@ LwpStatus load(LwpState *s, const LwpContext *ctx, const LwpMem *mem,
     uint32_t dw = ld32(cb + LWPCB_BUFFER_SIZE);
     uint32_t bsize = dw & LWPCB_BUFFER_SIZE_MASK & ~(kRec - 1);
     if (bsize < min_buffer(ctx)) {
+        res->gp_reason = "BufferSize is below 32 * LwpMinBufferSize records "
+                         "(Table 6-1, BufferSize)";
         return LWP_FAULT_GP;
     }
     // "If the default address size is less than 64 bits, the upper bits of
     // BufferBase must be zero"; the ring buffer within the DS limit.
     uint64_t base = ld64(cb + LWPCB_BUFFER_BASE);
     if ((!ctx->long64 && base >> 32) || !range_ok(ctx, base, bsize)) {
+        res->gp_reason = "the ring buffer is beyond the DS limit or not "
+                         "canonical, or BufferBase has upper bits outside "
+                         "64-bit mode (5.1)";
         return LWP_FAULT_GP;
     }
     // "The LWPCB must be in memory that is readable and writable in user

@@ -438,7 +438,11 @@ class EngineTest : public ::testing::Test
     {
         LwpMem mem = m.call();
         res = LwpResult{};
-        return lwp_llwpcb(&s, &ctx, &mem, ea, &res);
+        LwpStatus st = lwp_llwpcb(&s, &ctx, &mem, ea, &res);
+        // every #GP says which rule failed (the glue traces it), and
+        // nothing else does
+        EXPECT_EQ(st == LWP_FAULT_GP, res.gp_reason != nullptr);
+        return st;
     }
     LwpStatus slwpcb(uint64_t *ea)
     {

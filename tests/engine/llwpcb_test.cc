@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
+
 #include <vector>
 
 #include "fake_mem.h"
@@ -233,6 +235,8 @@ TEST_F(Llwpcb, BufferSizeBelowTheMinimumRaisesGp)
         cb.write(m, kCb);
         auto before = m.snapshot();
         EXPECT_EQ(llwpcb(kCb), LWP_FAULT_GP) << "BufferSize " << size;
+        EXPECT_TRUE(res.gp_reason &&
+                    std::strstr(res.gp_reason, "BufferSize is below"));
         EXPECT_EQ(s.cb_addr, 0u) << "BufferSize " << size;
         EXPECT_TRUE(m.snapshot() == before) << "BufferSize " << size;
     }
@@ -369,6 +373,8 @@ TEST_F(Llwpcb, NonZeroReservedFieldRaisesGp)
         m.poke8(kCb + o, 0x01);
         auto before = m.snapshot();
         EXPECT_EQ(llwpcb(kCb), LWP_FAULT_GP) << "reserved byte " << o;
+        EXPECT_TRUE(res.gp_reason &&
+                    std::strstr(res.gp_reason, "reserved field"));
         EXPECT_EQ(s.cb_addr, 0u) << "reserved byte " << o;
         EXPECT_TRUE(m.snapshot() == before) << "reserved byte " << o;
     }
@@ -498,6 +504,7 @@ TEST_F(Llwpcb, NonCanonicalLwpcbRaisesGpBeforeAnyAccess)
 {
     // Row 14 (a) comes before (b): no read is tried
     EXPECT_EQ(llwpcb(0x0000800000000000ull), LWP_FAULT_GP);
+    EXPECT_TRUE(res.gp_reason && std::strstr(res.gp_reason, "canonical"));
     EXPECT_EQ(llwpcb(0xffff7ffffffff000ull), LWP_FAULT_GP);
     // The last byte (ea + 0xAF) is not canonical
     EXPECT_EQ(llwpcb(0x00007fffffffff80ull), LWP_FAULT_GP);

@@ -82,6 +82,7 @@ int main(void)
     struct sigaction sa = { .sa_sigaction = on_sigio,
                             .sa_flags = SA_SIGINFO };
     uint32_t flags, head;
+    struct fault f;
     void *cur;
     int i;
 
@@ -152,5 +153,18 @@ int main(void)
     __llwpcb(NULL);
     printf("expect: lwp_llwpcb_disable cpu 0\n");
     report(__slwpcb() == NULL, "SLWPCB after LLWPCB 0 returns 0");
+
+    /*
+     * A ring of one record, below the 32 * LwpMinBufferSize records that
+     * Table 6-1 requires: LLWPCB raises #GP (SIGSEGV, the kernel's
+     * si_code for it), and the trace names the rule
+     */
+    wr32(cb, LWPCB_BUFFER_SIZE, LT_REC);
+    report(try_llwpcb(cb, &f) == SIGSEGV && f.code == SI_KERNEL,
+           "LLWPCB with a ring of one record: #GP, SIGSEGV SI_KERNEL (got "
+           "%s, code %d)", signame(f.signo), f.code);
+    printf("expect: lwp_llwpcb_gp cpu 0 LWPCB 0x%" PRIxPTR ": BufferSize is "
+           "below 32 * LwpMinBufferSize records (Table 6-1, BufferSize)\n",
+           (uintptr_t)cb);
     return report_summary("lwp-trace");
 }

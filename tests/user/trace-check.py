@@ -4,14 +4,17 @@ guest program lwp-trace saw.
 
 Usage: trace-check.py QEMU_X86_64 CPU LWP_TRACE
 
-Runs LWP_TRACE under QEMU_X86_64 -cpu CPU -d trace:lwp_* and checks:
-  - the lwp_llwpcb, lwp_threshold, lwp_flush, lwp_fault and
-    lwp_llwpcb_disable lines of the log are exactly the program's
-    "expect: " lines, in order (each built from the program's own view of
-    its LWPCB, ring and signals);
+Runs LWP_TRACE under QEMU_X86_64 -cpu CPU -d trace:lwp_*,guest_errors and
+checks:
+  - the lwp_llwpcb, lwp_threshold, lwp_flush, lwp_fault,
+    lwp_llwpcb_disable and lwp_llwpcb_gp lines of the log are exactly the
+    program's "expect: " lines, in order (each built from the program's
+    own view of its LWPCB, ring and signals);
   - each "expect-count: EVENT LWPCB N" line: N lines of EVENT name that
     LWPCB (lwp_xsave and lwp_xrstor: one per signal delivered while LWP
-    was on, and one per sigreturn).
+    was on, and one per sigreturn);
+  - guest_errors: an "LLWPCB ... raises #GP: REASON" line for each
+    lwp_llwpcb_gp, with its reason.
 Prints PASS:/FAIL: lines, the program's own among them, and a summary.
 
 SPDX-License-Identifier: GPL-2.0-or-later
@@ -26,7 +29,7 @@ import tempfile
 from tally import Tally
 
 ORDERED = ("lwp_llwpcb", "lwp_threshold", "lwp_flush", "lwp_fault",
-           "lwp_llwpcb_disable")
+           "lwp_llwpcb_disable", "lwp_llwpcb_gp")
 
 
 def main():
@@ -36,9 +39,9 @@ def main():
 
     with tempfile.TemporaryDirectory() as tmp:
         log = os.path.join(tmp, "trace.log")
-        run = subprocess.run([qemu, "-cpu", cpu, "-d", "trace:lwp_*", "-D",
-                              log, prog], capture_output=True, text=True,
-                             check=False)
+        run = subprocess.run([qemu, "-cpu", cpu, "-d",
+                              "trace:lwp_*,guest_errors", "-D", log, prog],
+                             capture_output=True, text=True, check=False)
         out = run.stdout.splitlines()
         try:
             with open(log, encoding="ascii") as f:
@@ -78,6 +81,18 @@ def main():
         count = sum(1 for e in events
                     if re.match(rf"{name} cpu \d+ LWPCB {cb} ", e))
         report(count == n, f"{n} {name} lines with LWPCB {cb} (got {count})")
+
+    # XSAVE and XRSTOR of component 62 with LWP disabled are not traced
+    idle = [e for e in events if re.match(r"lwp_x(save|rstor) cpu \d+ LWPCB 0x0 ", e)]
+    report(not idle, f"no lwp_xsave or lwp_xrstor line with LWP disabled "
+           f"(got {len(idle)}, the #GP's signal among them)")
+
+    # -d guest_errors: each LLWPCB that raised #GP, with the same reason
+    want = [re.sub(r"^lwp_llwpcb_gp cpu \d+ LWPCB (0x[0-9a-f]+): ",
+                   r"LLWPCB \1 raises #GP: ", e)
+            for e in expect if e.startswith("lwp_llwpcb_gp ")]
+    errors = [e for e in events if e.startswith("LLWPCB ")]
+    report(want and errors == want, f"-d guest_errors: {want} (got {errors})")
 
     return tally.finish()
 

@@ -20,7 +20,6 @@
 #include "tcg/tcg.h"
 #include "helper-tcg.h"
 #include "lwp_helper.h"
-#include "trace.h"
 
 /*
  * The events that a TB translated with @tb_flags and the profile @prof
@@ -469,11 +468,8 @@ void lwp_store_due(CPUX86State *env, const LwpEventInfo *ev)
     uint64_t prof = env->prof;
 
     lwp_x86_context(env, &ctx);
-    if (lwp_store_events(&env->lwp, &ctx, &mem, ev, ev->events, &res) ==
-        LWP_FAULT_PF) {
-        trace_lwp_fault(env_cpu(env)->cpu_index, res.fault_addr,
-                        res.fault_len, res.fault_write);
-    }
+    /* a fault is traced when the sync raises it (lwp_finish) */
+    lwp_store_events(&env->lwp, &ctx, &mem, ev, ev->events, &res);
     /* a record left pending: the next TB, even chained, must sync first */
     cpu_sync_prof(env);
     if (env->prof != prof) {

@@ -11,6 +11,7 @@
  */
 
 #include "qemu/osdep.h"
+#include "qemu/log.h"
 #include "cpu.h"
 #include "exec/exec-all.h"
 #include "exec/cpu_ldst.h"
@@ -36,6 +37,11 @@ void helper_llwpcb(CPUX86State *env, target_ulong ea)
     /* LLWPCB is counted by neither LWP (choice 39); a fault unwinds it */
     lwp_add(&env->lwp, ev, 1, 1);
     st = lwp_llwpcb(&env->lwp, &ctx, &mem, ea, &res);
+    if (st == LWP_FAULT_GP) {
+        trace_lwp_llwpcb_gp(env_cpu(env)->cpu_index, ea, res.gp_reason);
+        qemu_log_mask(LOG_GUEST_ERROR, "LLWPCB 0x%" PRIx64
+                      " raises #GP: %s\n", (uint64_t)ea, res.gp_reason);
+    }
     if (st != LWP_OK) {
         lwp_add(&env->lwp, ev, -1, -1);
     } else if (env->lwp.cb_addr) {
