@@ -358,23 +358,36 @@ perf_plugin() {
         [ -n "${hi:-}" ] && [ $((va + ms)) -le $((hi)) ] || hi=$((va + ms))
     done < <(readelf -lW "$exe")
     # run 8 of init-perf is perf record's
-    plugin_args=(-plugin "$so,lo=$lo,hi=$hi,entry=$entry,period=10007,ips=8"
+    plugin_args=(-plugin "$so,lo=$lo,hi=$hi,entry=$entry,period=10007,ips=8,window=32"
                  -d plugin -D "$plugin_log")
 }
 # perf_plugin_check: each perf stat run of the smp1 boot that is exact
 # (not run 5, multiplexed) counts what the plugin counted of the same
 # run, and perf record's samples (run 8) are each on the instruction
-# after every 10007th of the plugin's stream of that run
+# after every 10007th of the plugin's stream of that run, or at most 31
+# instructions after it: Linux programs a Nehalem counter with at least
+# 32 events left (nhm_limit_period), so a period that a context switch
+# leaves with fewer ends late, and the next one makes up for it
 perf_plugin_check() {
-    local run pi pb want got
+    local run pi pb want got k exact late bad
     [ "${#plugin_args[@]}" -gt 0 ] || return 0
     for run in 1 2 3 4 6 7; do
         read -r pi pb < <(awk -v r="$run" '$1 == "run" && $2 == r { print $4, $6 }' "$plugin_log" 2>/dev/null || true)
         check "$(result test "$(perf_count "$run" instructions:u) $(perf_count "$run" branches:u)" = "${pi:-x} ${pb:-x}")" "perf stat run $run: instructions:u and branches:u are the TCG plugin's count of the same run (perf $(perf_count "$run" instructions:u) $(perf_count "$run" branches:u), plugin ${pi:-nothing} ${pb:-nothing})"
     done
-    want=$(sed -n 's/^ip //p' "$plugin_log" 2>/dev/null | tr '\n' ' ' || true)
-    got=$(sed -n 's/^@@ip //p' <<<"$ev" | tr '\n' ' ')
-    check "$(result test -n "$want" -a "$want" = "$got")" "perf record -e instructions:u -c 10007: each of its $(wc -w <<<"$got") samples on the instruction after every 10007th of the plugin's stream of the same run ($(wc -w <<<"$want") there; first difference: $(diff <(tr ' ' '\n' <<<"$want") <(tr ' ' '\n' <<<"$got") | grep -m1 '^[<>]' || echo none))"
+    mapfile -t want < <(sed -n 's/^ip //p' "$plugin_log" 2>/dev/null || true)
+    mapfile -t got < <(sed -n 's/^@@ip //p' <<<"$ev")
+    exact=0 late=0 bad=
+    for ((k = 0; k < ${#got[@]}; k++)); do
+        if [ "${got[k]}" = "${want[k]%% *}" ]; then
+            exact=$((exact + 1))
+        elif [[ " ${want[k]:-} " == *" ${got[k]} "* ]]; then
+            late=$((late + 1))
+        else
+            bad+="${bad:+, }sample $((k + 1)) at ${got[k]}, want ${want[k]%% *}"
+        fi
+    done
+    check "$(result test "${#got[@]}" -gt 0 -a "${#got[@]}" = "${#want[@]}" -a -z "$bad")" "perf record -e instructions:u -c 10007: each of its ${#got[@]} samples on the instruction after every 10007th of the plugin's stream of the same run (${#want[@]} there): $exact exactly, $late within Linux's 32-event minimum period (${bad:-no other})"
 }
 # perf_test: Debian's `perf test`, all of it, in the perf guest with two
 # vCPUs (rdinit=/bin/init-perf-test); every test that fails must be one

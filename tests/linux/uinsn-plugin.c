@@ -17,15 +17,17 @@
  * vCPU (-smp 1).
  *
  * Arguments: lo=ADDRESS, hi=ADDRESS, entry=ADDRESS (ELF e_entry),
- * period=P, ips=R.  Prints, at exit, for each run R:
+ * period=P, ips=R, window=W (default 1).  Prints, at exit, for each run
+ * R:
  *   run R insns N branches B   the run's instructions that retired, and
  *                              those of them that are branches by their
  *                              mnemonic (Jcc, JMP, CALL, RET, LOOP*,
  *                              JrCXZ, SYSCALL)
  * and for run ips=R, for k = 1, 2...:
- *   ip A   the address of its instruction k * P + 1, which a PMI taken
- *          exactly after instruction k * P (a counter of user
- *          instructions with period P) interrupts
+ *   ip A ...  the addresses of its instructions k * P + 1 to k * P + W:
+ *             the first is where a PMI taken exactly after instruction
+ *             k * P (a counter of user instructions with period P)
+ *             interrupts
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -38,7 +40,8 @@
 
 QEMU_PLUGIN_EXPORT int qemu_plugin_version = QEMU_PLUGIN_VERSION;
 
-static uint64_t lo, hi, entry, period, ips_run;
+static uint64_t lo, hi, entry, period, ips_run, window = 1;
+static bool line_open;
 static uint64_t run, insns, branches;
 static uint64_t last = UINT64_MAX;
 static GString *out;
@@ -75,6 +78,10 @@ static bool is_branch(const char *d)
 
 static void run_end(void)
 {
+    if (line_open) {
+        g_string_append_c(out, '\n');
+        line_open = false;
+    }
     if (run) {
         g_string_append_printf(out, "run %" PRIu64 " insns %" PRIu64
                                " branches %" PRIu64 "\n",
@@ -98,8 +105,14 @@ static void insn_exec(unsigned int cpu_index, void *udata)
     last = pc;
     insns++;
     branches += v & 1;
-    if (run == ips_run && period && insns > 1 && (insns - 1) % period == 0) {
-        g_string_append_printf(out, "ip %" PRIx64 "\n", pc);
+    if (run == ips_run && period && insns > period &&
+        (insns - 1) % period < window) {
+        g_string_append_printf(out, line_open ? " %" PRIx64 : "ip %" PRIx64,
+                               pc);
+        line_open = (insns - 1) % period < window - 1;
+        if (!line_open) {
+            g_string_append_c(out, '\n');
+        }
     }
 }
 
@@ -152,6 +165,8 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id,
             arg = &period;
         } else if (!g_strcmp0(kv[0], "ips")) {
             arg = &ips_run;
+        } else if (!g_strcmp0(kv[0], "window")) {
+            arg = &window;
         }
         if (arg && kv[1]) {
             *arg = g_ascii_strtoull(kv[1], NULL, 0);
