@@ -65,7 +65,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 src=$here/../system
 build=${TESTS_SYSTEM_BUILD:-$(cd "$here/../.." && pwd)/build/tests-system}
 
-# Loop iterations (about 5 s of TCG time on one core), and the length of
+# Loop iterations (12.5-19 s of profiling in CI), and the length of
 # the two windows before LWP is enabled, in millions of CPL0 loops
 iters=1500000
 spin=250
