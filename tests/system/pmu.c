@@ -284,6 +284,26 @@ static void pmu_zero(void)
     wrmsr(MSR_IA32_PERF_GLOBAL_OVF_CTRL, 0x70000000full);
 }
 
+/* IA32_PERFEVTSEL0-3 := @sel */
+static void evtsel_write(const u64 sel[4])
+{
+    unsigned i;
+
+    for (i = 0; i < 4; i++) {
+        wrmsr(MSR_IA32_PERFEVTSEL0 + i, sel[i]);
+    }
+}
+
+/* @v := IA32_PMC0-3 */
+static void pmc_read(u64 v[4])
+{
+    unsigned i;
+
+    for (i = 0; i < 4; i++) {
+        v[i] = rdmsr(MSR_IA32_PMC0 + i);
+    }
+}
+
 static void test_counting_os(void)
 {
     const u64 n = 1000;
@@ -351,14 +371,10 @@ static void test_per_cycle(void)
     u64 v[4];
 
     for (r = 0; r < 2; r++) {
-        for (i = 0; i < 4; i++) {
-            wrmsr(MSR_IA32_PERFEVTSEL0 + i, rounds[r].evtsel[i]);
-        }
+        evtsel_write(rounds[r].evtsel);
         pmu_zero();
         counted_loop(0xf, n);
-        for (i = 0; i < 4; i++) {
-            v[i] = rdmsr(MSR_IA32_PMC0 + i);
-        }
+        pmc_read(v);
         report(v[0] == want[r][0] && v[1] == want[r][1] &&
                v[2] == want[r][2] && v[3] == want[r][3],
                "%s - expect %lu %lu %lu "
@@ -578,20 +594,10 @@ static void test_pmi(void)
 
 static void misp_setup(void)
 {
-    wrmsr(MSR_IA32_PERFEVTSEL0, 0x4200c5);
-    wrmsr(MSR_IA32_PERFEVTSEL0 + 1, 0x4201c5);
-    wrmsr(MSR_IA32_PERFEVTSEL0 + 2, 0x4202c5);
-    wrmsr(MSR_IA32_PERFEVTSEL0 + 3, 0x4200c4);
+    static const u64 sel[4] = { 0x4200c5, 0x4201c5, 0x4202c5, 0x4200c4 };
+
+    evtsel_write(sel);
     pmu_zero();
-}
-
-static void misp_read(u64 v[4])
-{
-    unsigned i;
-
-    for (i = 0; i < 4; i++) {
-        v[i] = rdmsr(MSR_IA32_PMC0 + i);
-    }
 }
 
 static void misp_report(const char *what, u64 all, u64 cond, u64 call,
@@ -599,7 +605,7 @@ static void misp_report(const char *what, u64 all, u64 cond, u64 call,
 {
     u64 v[4];
 
-    misp_read(v);
+    pmc_read(v);
     report(v[0] == all && v[1] == cond && v[2] == call && v[3] == br,
            "%s - expect mispredicted %lu, conditional %lu, near call %lu; "
            "branches %lu (got %lu, %lu, %lu; %lu)", what,
@@ -1029,6 +1035,7 @@ static u64 __attribute__((noinline)) mig_rec(u64 d)
 int pmu_migrate_main(void)
 {
     char val[24];
+    static const u64 sel[4] = { 0x5300c0, 0x4300c4, 0x4300c5, 0x43003c };
     u64 iters = MIG_ITERS, x = 1, acc = 0, i;
     u64 v[7];
     unsigned k;
@@ -1045,10 +1052,7 @@ int pmu_migrate_main(void)
     enable_apic();
     handle_irq(PMI_VECTOR, mig_pmi);
     apic_write(APIC_LVTPC, PMI_VECTOR);
-    wrmsr(MSR_IA32_PERFEVTSEL0, 0x5300c0);
-    wrmsr(MSR_IA32_PERFEVTSEL0 + 1, 0x4300c4);
-    wrmsr(MSR_IA32_PERFEVTSEL0 + 2, 0x4300c5);
-    wrmsr(MSR_IA32_PERFEVTSEL0 + 3, 0x43003c);
+    evtsel_write(sel);
     wrmsr(MSR_IA32_FIXED_CTR_CTRL, 0x333);
     pmu_zero();
     wrmsr(MSR_IA32_PMC0, -MIG_PERIOD & ((1ull << 48) - 1));
@@ -1072,9 +1076,7 @@ int pmu_migrate_main(void)
     }
     wrmsr(MSR_IA32_PERF_GLOBAL_CTRL, 0);
     asm volatile("cli");
-    for (k = 0; k < 4; k++) {
-        v[k] = rdmsr(MSR_IA32_PMC0 + k);
-    }
+    pmc_read(v);
     for (k = 0; k < 3; k++) {
         v[4 + k] = rdmsr(MSR_IA32_FIXED_CTR0 + k);
     }
