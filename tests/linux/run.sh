@@ -393,19 +393,19 @@ perf_plugin_check() {
 # vCPUs (rdinit=/bin/init-perf-test); every test that fails must be one
 # that docs/pmu.md's table "perf test" explains, by its name
 perf_test() {
-    local known failed bad line n
+    local known fails bad line n
     known=$(sed -n '/^## perf test/,/^## /s/^| [0-9]* *| \(.*\) | .* |$/\1/p' \
                 "$src/../../docs/pmu.md")
     boot_timeout=1200 perf_boot perftest 2 tcg,thread=multi \
         -append "console=ttyS0 quiet panic=-1 rdinit=/bin/init-perf-test"
-    failed=$(sed -n 's/^@@test *\([0-9.]*\): \(.*[^ ]\) *: FAILED!$/\1 \2/p' <<<"$ev")
+    fails=$(sed -n 's/^@@test *\([0-9.]*\): \(.*[^ ]\) *: FAILED!$/\1 \2/p' <<<"$ev")
     n=$(grep -c '^@@test .*: \(Ok\|Skip\|FAILED!\)' <<<"$ev" || true)
     bad=
     while read -r line; do
         [ -n "$line" ] || continue
         grep -qxF -- "${line#* }" <<<"$known" || bad+="${bad:+; }$line"
-    done <<<"$failed"
-    echo "    perf test: $n results; failed: $(tr '\n' ';' <<<"$failed")"
+    done <<<"$fails"
+    echo "    perf test: $n results; failed: $(tr '\n' ';' <<<"$fails")"
     check "$(result test "$n" -ge 90 -a -z "$bad")" "perf test: $n results, and every test that failed is one docs/pmu.md explains (not explained: ${bad:-none})"
 }
 if pdir=$("$src/fetch.sh" perf) && perf_init "$dir/initramfs-perf"; then

@@ -1098,6 +1098,84 @@ int pmu_migrate_main(void)
     return report_summary();
 }
 
+/*
+ * A hardware interrupt at an instruction breakpoint (Intel SDM Vol. 3B
+ * 17.3.1.1): the RF image pushed for an interrupt that arrives between
+ * instructions is EFLAGS.RF as it was, so the breakpoint on the
+ * instruction it interrupted still fires after IRET, once.  The first
+ * interrupt comes with RF 0, before the code breakpoint (priority 6
+ * before 7, Vol. 3A Table 6-2); the second comes with RF 1, which the
+ * #DB handler set to resume, and must push 1.  Linux's perf test
+ * "Breakpoint overflow sampling" counts 10000 breakpoint hits and
+ * misses one when the timer interrupts at the breakpoint with RF pushed
+ * as 1.  Not PMU-specific: run in both configurations.
+ */
+#define BP_IRQ_VECTOR   0x41
+#define X86_EFLAGS_RF   0x10000
+
+static volatile unsigned bp_irqs, bp_dbs, bp_order;
+static volatile unsigned long bp_irq_rip[2], bp_irq_rf[2], bp_db_rip;
+
+static void bp_irq(struct ex_regs *regs)
+{
+    if (bp_irqs < 2) {
+        bp_irq_rip[bp_irqs] = regs->rip;
+        bp_irq_rf[bp_irqs] = regs->rflags & X86_EFLAGS_RF;
+    }
+    bp_irqs++;
+    bp_order = bp_order * 10 + 1;
+    apic_write(APIC_EOI, 0);
+}
+
+static void bp_db(struct ex_regs *regs)
+{
+    bp_dbs++;
+    bp_db_rip = regs->rip;
+    bp_order = bp_order * 10 + 2;
+    /* pending until IRET sets IF, then taken before the resumed insn */
+    apic_write(APIC_ICR, APIC_DEST_SELF | BP_IRQ_VECTOR);
+    regs->rflags |= X86_EFLAGS_RF;
+}
+
+static void test_irq_at_breakpoint(void)
+{
+    extern char bp_target[];
+    unsigned long t = (unsigned long)bp_target;
+
+    enable_apic();
+    handle_irq(1, bp_db);
+    handle_irq(BP_IRQ_VECTOR, bp_irq);
+    bp_irqs = bp_dbs = bp_order = 0;
+    asm volatile("cli\n\t"
+                 "mov %0, %%dr0\n\t"
+                 "mov %1, %%dr7" /* L0, execute, 1 byte */
+                 : : "r"(t), "r"(0x401ul) : "memory");
+    /* pending: IF is 0 */
+    apic_write(APIC_ICR, APIC_DEST_SELF | BP_IRQ_VECTOR);
+    asm volatile("sti\n\t"
+                 "nop\n\t"      /* in the STI's shadow */
+                 ".globl bp_target\nbp_target: nop\n\t"
+                 "cli\n\t"
+                 "mov %0, %%dr7\n\t"
+                 "mov %0, %%dr6"
+                 : : "r"(0x400ul) : "memory");
+    handle_irq(1, NULL);
+    handle_irq(BP_IRQ_VECTOR, NULL);
+    report(bp_order == 121 && bp_irqs == 2 && bp_dbs == 1,
+           "interrupt, #DB, interrupt at a breakpoint - expect order 121, "
+           "2 interrupts and 1 #DB (got %u, %u, %u)", bp_order, bp_irqs,
+           bp_dbs);
+    report(bp_irq_rip[0] == t && bp_irq_rf[0] == 0,
+           "the first interrupt at the breakpoint pushes RF 0 - expect rip "
+           "%lx, RF 0 (got %lx, %lx)", t, bp_irq_rip[0], bp_irq_rf[0]);
+    report(bp_db_rip == t, "then the breakpoint fires - expect #DB at %lx "
+           "(got %lx)", t, bp_db_rip);
+    report(bp_irq_rip[1] == t && bp_irq_rf[1] == X86_EFLAGS_RF,
+           "the interrupt after the #DB handler's IRET pushes RF 1 - expect "
+           "rip %lx, RF %x (got %lx, %lx)", t, X86_EFLAGS_RF, bp_irq_rip[1],
+           bp_irq_rf[1]);
+}
+
 int pmu_main(bool pmu)
 {
     report_prefix_push(pmu ? "pmu" : "nopmu");
@@ -1118,6 +1196,7 @@ int pmu_main(bool pmu)
     } else {
         test_no_pmu();
     }
+    test_irq_at_breakpoint();
     report_prefix_pop();
     return report_summary();
 }

@@ -20,7 +20,7 @@
  * assembler's labels and the spec (1.1, 2.2, 2.3, choices 17, 19, 20, 48),
  * never from the emulator.  The counters are checked at every flush and
  * in the LWPCB after the final LLWPCB, with the events alone and
- * together (the merged window of patches 0024-0026, the clock events,
+ * together (the merged window of the deferred records, the clock events,
  * the branch and IP filters, which translate other kinds of blocks), and
  * with counters that go negative at every point of the sequence (exact
  * blocks split by a record).
