@@ -103,16 +103,16 @@ void pmu_x86_sync(CPUX86State *env)
 
 /*
  * Give back (@sign 1) or take again (@sign -1) the counts of @insns
- * instructions of a TB with profile @prof at CPL 0 or not (@user), the
- * last of them the branch of kind @br (PMU_BR_*, 0 for none)
+ * instructions of a TB with profile @prof, the last of them the branch
+ * of kind @br (PMU_BR_*, 0 for none)
  */
-static void pmu_recount(CPUX86State *env, uint64_t prof, bool user,
-                        uint32_t insns, unsigned br, int sign)
+static void pmu_recount(CPUX86State *env, uint64_t prof, uint32_t insns,
+                        unsigned br, int sign)
 {
     int c;
 
     for (c = 0; c < X86_PMU_COUNTERS; c++) {
-        int n = x86_pmu_events(prof, c, user, insns, br);
+        int n = x86_pmu_events(prof, c, insns, br);
 
         if (n) {
             pmu_set_field(env->pmu_win, c,
@@ -128,8 +128,7 @@ void pmu_x86_unretire(CPUX86State *env, const TranslationBlock *tb,
     uint64_t prof = x86_tb_prof(tb);
 
     if (prof & X86_PROF_PMU) {
-        pmu_recount(env, prof, (tb->flags & HF_CPL_MASK) != 0,
-                    tb->icount - lwp_unwind_index(word),
+        pmu_recount(env, prof, tb->icount - lwp_unwind_index(word),
                     extract64(word, PMU_UNWIND_BRANCH_SHIFT, 5), 1);
     }
 }
@@ -141,9 +140,10 @@ void pmu_x86_unretire(CPUX86State *env, const TranslationBlock *tb,
  */
 void pmu_x86_uncount(CPUX86State *env)
 {
-    if (env->prof & X86_PROF_PMU) {
-        pmu_recount(env, env->prof, (env->hflags & HF_CPL_MASK) != 0, 1, 0,
-                    1);
+    uint64_t prof = env->prof_at[(env->hflags & HF_CPL_MASK) != 0];
+
+    if (prof & X86_PROF_PMU) {
+        pmu_recount(env, prof, 1, 0, 1);
     }
 }
 
@@ -164,7 +164,7 @@ void pmu_x86_recount(CPUX86State *env, uintptr_t ra, int sign)
     uint64_t data[TARGET_INSN_START_WORDS];
     uint64_t prof;
 
-    if (!ra || !(env->prof & X86_PROF_PMU)) {
+    if (!ra || !((env->prof_at[0] | env->prof_at[1]) & X86_PROF_PMU)) {
         return;
     }
     tb = tcg_tb_lookup(ra);
@@ -173,8 +173,7 @@ void pmu_x86_recount(CPUX86State *env, uintptr_t ra, int sign)
     }
     prof = x86_tb_prof(tb);
     if (prof & X86_PROF_PMU) {
-        pmu_recount(env, prof, (tb->flags & HF_CPL_MASK) != 0,
-                    tb->icount - lwp_unwind_index(data[1]),
+        pmu_recount(env, prof, tb->icount - lwp_unwind_index(data[1]),
                     extract64(data[1], PMU_UNWIND_BRANCH_SHIFT, 5), sign);
     }
 }
@@ -233,7 +232,7 @@ void helper_pmu_tb_slow(CPUX86State *env, uint64_t inc0, uint64_t inc1,
         }
         until = pmu_until_overflow(p, &regs, fixed, i);
         if (v >= until) {
-            k = MIN(k, pmu_event_insn(x86_pmu_source(env->prof, c, user),
+            k = MIN(k, pmu_event_insn(x86_pmu_source(env->prof_at[user], c),
                                       until, n));
         }
         armed = MIN(until - 1, PMU_FIELD_MAX);
