@@ -24,6 +24,8 @@ src=$(cd "$(dirname "$0")" && pwd)
 . "$src/../../scripts/common.sh"
 # shellcheck source=SCRIPTDIR/lib.sh
 . "$src/lib.sh"
+# shellcheck source=SCRIPTDIR/lwp-perf.sh
+. "$src/lwp-perf.sh"
 boot_timeout=${LINUX_BOOT_TIMEOUT:-300}
 out=$BUILD/linux-lwp
 logs=$BUILD/test-logs
@@ -226,4 +228,7 @@ check "$(result test -z "$(grep '^@@interrupts' <<<"$ev")")" "nolwp: no LWP line
 check "$(result grep -q '^@@t FAIL: LWP with IRE and INT is available' <<<"$ev")" \
     "nolwp: a program finds LWP unavailable (CPUID 8000_001C EAX has no IRE, INT)"
 clean_log nolwp
+
+# 5. Debian's perf drives the lwp PMU (tests/linux/lwp-perf.sh)
+lwp_perf_boot
 exit 0

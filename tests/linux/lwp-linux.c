@@ -22,6 +22,8 @@
  *                           through PTRACE_SETREGSET: refused when its
  *                           LWPCB or ring is outside user space or a
  *                           reserved field is not zero
+ *   lwp-linux perfown       the kernel's lwp perf PMU and the program's own
+ *                           LWP: who owns LWP_CBADDR (docs/linux.md)
  *
  * Expected values come from the spec (AMD 43724) and from counting the
  * instructions of the asm below, never from a run.
@@ -33,6 +35,7 @@
 
 #include <elf.h>
 #include <errno.h>
+#include <linux/perf_event.h>
 #include <pthread.h>
 #include <sched.h>
 #include <sys/ptrace.h>
@@ -821,6 +824,96 @@ static int cmd_nolwp(int argc, char **argv)
     return 0;
 }
 
+/*
+ * perfown: one LWP_CBADDR for the kernel's lwp PMU and the program.  The
+ * program's own LWP comes first: perf_event_open of an lwp event on
+ * itself fails with EBUSY while the program has its LWPCB loaded.  With
+ * none, it succeeds, and from the return to user mode the kernel's LWPCB
+ * is live (SLWPCB names it, not the program's); a second event of another
+ * LWP event on the same thread is EBUSY.  Then the program's LLWPCB takes
+ * LWP over (the instruction cannot be refused): its own profile is
+ * exact, as in selfprof.
+ */
+static long perf_open(uint64_t config)
+{
+    struct perf_event_attr a;
+    FILE *f = fopen("/sys/bus/event_source/devices/lwp/type", "r");
+    int type = -1;
+
+    if (!f || fscanf(f, "%d", &type) != 1) {
+        errno = ENODEV;
+        type = -1;
+    }
+    if (f) {
+        fclose(f);
+    }
+    if (type < 0) {
+        return -1;
+    }
+    memset(&a, 0, sizeof(a));
+    a.type = type;
+    a.size = sizeof(a);
+    a.config = config;
+    a.sample_period = 10007;
+    a.exclude_kernel = 1;
+    a.exclude_hv = 1;
+    return syscall(SYS_perf_event_open, &a, 0, -1, -1, 0);
+}
+
+static int cmd_perfown(void)
+{
+    struct prof p, own;
+    unsigned long n = 250000, expect = 4 * n / (IRE_INTERVAL + 1);
+    void *cb = NULL;
+    long fd, fd2;
+    int err;
+
+    prof_init(&own, 32, 8, 0);
+    asm volatile("llwpcb %0" : : "r"(own.cb) : "memory");
+    fd = perf_open(2);
+    err = errno;
+    report(fd < 0 && err == EBUSY, "perfown: perf_event_open of lwp/ire/ on "
+           "itself fails with EBUSY while the program has its own LWPCB "
+           "(got %ld, %s)", fd, fd < 0 ? strerror(err) : "no error");
+    if (fd >= 0) {
+        close(fd);
+    }
+    asm volatile("llwpcb %0" : : "r"(0UL) : "memory");
+    fd = perf_open(2);
+    err = errno;
+    report(fd >= 0, "perfown: with LWP disabled it succeeds (%s)",
+           fd < 0 ? strerror(err) : "an event");
+    asm volatile("slwpcb %0" : "=r"(cb) : : "memory");
+    free(own.cb);
+    free(own.ring);
+    report(cb && cb != own.cb, "perfown: the event's LWPCB is live in the "
+           "thread once the syscall returns (SLWPCB %p)", cb);
+    fd2 = perf_open(3);
+    err = errno;
+    report(fd2 < 0 && err == EBUSY, "perfown: a second lwp event of another "
+           "EventId on the thread fails with EBUSY (got %ld, %s)", fd2,
+           fd2 < 0 ? strerror(err) : "no error");
+    if (fd2 >= 0) {
+        close(fd2);
+    }
+    /* selfprof's profile: SIGIO every 8 records, the handler drains */
+    install_sigio();
+    prof_init(&p, 32, 8, 1);
+    cur = &p;
+    lwp_loop(p.cb, n);
+    drain(&p);
+    cur = NULL;
+    report(p.drained == expect && p.bad == 0, "perfown: the program's "
+           "LLWPCB takes LWP over from the event: %lu records, all at the "
+           "loop's DEC (got %lu, %lu elsewhere)", expect, p.drained, p.bad);
+    if (fd >= 0) {
+        close(fd);
+    }
+    free(p.cb);
+    free(p.ring);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *cmd = argc > 1 ? argv[1] : "selfprof";
@@ -854,8 +947,10 @@ int main(int argc, char **argv)
         cmd_nolwp(argc, argv);
     } else if (!strcmp(cmd, "hostile")) {
         cmd_hostile();
+    } else if (!strcmp(cmd, "perfown")) {
+        cmd_perfown();
     } else {
-        fprintf(stderr, "usage: lwp-linux selfprof|stress|two|coreid|ptrace|core|badcb|nolwp|hostile\n");
+        fprintf(stderr, "usage: lwp-linux selfprof|stress|two|coreid|ptrace|core|badcb|nolwp|hostile|perfown\n");
         return 2;
     }
     return report_summary(cmd);

@@ -1,0 +1,108 @@
+# Sourced by tests/linux/kernel.sh: Debian's perf drives the kernel's lwp
+# PMU (docs/linux.md, "perf"), checked against a TCG plugin.
+# shellcheck shell=bash disable=SC2154,SC2034  # kernel.sh's variables
+#
+# lwp_perf_boot: builds the guest (tests/linux/lwp-perf-init as /init,
+# Debian's perf and its libraries as tests/linux/fetch.sh perf unpacks
+# them, lwp-perf-work linked at 0x10000000, lwp-linux) and the plugin
+# tests/linux/lwp-perf-plugin.c, boots -cpu max,+lwp -smp 2 (one TCG
+# thread, so that the plugin sees one stream of instructions at a time)
+# and checks what perf recorded against what the plugin saw.
+
+lwp_perf_boot() {
+    local r=$out/initramfs-perf pdir so glib exe entry lo='' hi='' t va ms
+    local log=$logs/linux-lwp-perf.serial plog=$logs/linux-lwp-perf.plugin
+    local qstatus=0 start secs why
+    echo "=== our kernel, -cpu max,+lwp -smp 2: Debian's perf record -e lwp/.../u"
+    rm -rf "$r"
+    if ! pdir=$("$src/fetch.sh" perf) || ! perf_tree "$r" "$busybox" "$pdir" ||
+       ! gcc -static -O2 -Wall -Werror -Wl,-Ttext-segment=0x10000000 \
+            -o "$r/bin/lwp-perf-work" "$src/lwp-perf-work.c" ||
+       ! cp "$root/bin/lwp-linux" "$r/bin/lwp-linux"; then
+        ko "perf: the guest builds (Debian's perf from tests/linux/fetch.sh perf, lwp-perf-work)"
+        return
+    fi
+    cp "$src/lwp-perf-init" "$r/init"
+    chmod 755 "$r/init"
+    cpio_gz "$r" >"$out/initramfs-perf.gz"
+    so=$out/lwp-perf-plugin.so
+    read -r -a glib <<<"$(pkg-config --cflags glib-2.0)"
+    if ! gcc -shared -fPIC -O2 -Wall -Werror "${glib[@]}" -I "$SRC/include/qemu" \
+            -o "$so" "$src/lwp-perf-plugin.c"; then
+        ko "perf: tests/linux/lwp-perf-plugin.c builds"
+        return
+    fi
+    exe=$r/bin/lwp-perf-work
+    entry=$(readelf -h "$exe" | awk '/Entry point/ { print $4 }')
+    while read -r t _ va _ _ ms _; do
+        [ "$t" = LOAD ] || continue
+        [ -n "$lo" ] && [ $((va)) -ge $((lo)) ] || lo=$((va))
+        [ -n "$hi" ] && [ $((va + ms)) -le $((hi)) ] || hi=$((va + ms))
+    done < <(readelf -lW "$exe")
+    rm -f "$log" "$plog"
+    start=$(date +%s)
+    timeout "$boot_timeout" "$qemu" -M pc -accel tcg,thread=single \
+        -cpu max,+lwp -m 512M -smp 2 -no-reboot \
+        -display none -vga none -nic none -monitor none \
+        -serial "file:$log" -kernel "$bz" -initrd "$out/initramfs-perf.gz" \
+        -plugin "$so,lo=$lo,hi=$hi,entry=$entry,period=10007" -d plugin -D "$plog" \
+        -append "console=ttyS0 quiet panic=-1 no_timer_check" </dev/null || qstatus=$?
+    secs=$(($(date +%s) - start))
+    [ -f "$log" ] || : >"$log"
+    ev=$(tr -d '\r' <"$log" | grep -ao '@@.*' || true)
+    why=$(boot_verdict "$qstatus" "$boot_timeout" "$ev" "$log")
+    check "$(result test -z "$why")" "perf: boots, runs /init to its end and reboots, ${secs} s$why (log $log)"
+    dmesg=$(sed -n 's/^@@dmesg //p' <<<"$ev")
+    lwp_perf_checks "$exe" "$plog"
+    clean_log perf
+}
+
+# lwp_perf_where EXE: the function of EXE at each hex address on stdin
+# (binutils' addr2line, from the symbol table as perf does)
+lwp_perf_where() {
+    sed 's/^/0x/' | addr2line -f -e "$1" | awk 'NR % 2 == 1'
+}
+
+lwp_perf_checks() {
+    local exe=$1 plog=$2 edx want got n run ips pips pby rep tids cpus
+    local names=(x val ire bre dme cnh rnh) i
+    edx=$(doc_edx max)
+    want=
+    for i in 1 2 3 4 5 6; do
+        [ $((0x$edx >> i & 1)) = 0 ] || want+="${names[$i]} "
+    done
+    got=$(sed -n 's/^@@pmu //p' <<<"$ev")
+    check "$(result grep -qE "^type [0-9]+ format config:0-7 events $(xargs -n 1 <<<"$want" | sort | tr '\n' ' ')\$" <<<"$got")" \
+        "perf: the lwp PMU is registered with a dynamic type, format event=config:0-7 and the events of CPUID 8000_001C EDX $edx (${want% }) (got '$got')"
+    for run in 1 2 3; do
+        ips=$(sed -n "s/^@@r$run s .* \([0-9a-f]\{6,\}\) .*/\1/p" <<<"$ev")
+        pips=$(sed -n "s/^$run ip //p" "$plog" 2>/dev/null)
+        n=$(grep -c . <<<"$ips")
+        check "$(result test -n "$ips" -a "$ips" = "$pips")" \
+            "perf: run $run, each of perf script's $n samples has the address of every 10007th user instruction of the plugin's stream of the same run, in order ($(grep -c . <<<"$pips") there; first difference: $(diff <(echo "$ips") <(echo "$pips") | grep -m 1 '^[<>]' || echo none))"
+        pby=$(lwp_perf_where "$exe" <<<"$pips" | sort | uniq -c | awk '{ print $2 "=" $1 }' | tr '\n' ' ')
+        rep=$(sed -n "s/^@@r$run report [0-9.]*% *\([0-9]*\) *\[\.\] \([^ ]*\).*/\2=\1/p" <<<"$ev" | sort | tr '\n' ' ')
+        if [ "$run" != 3 ]; then
+            check "$(result test -n "$pby" -a "$rep" = "$pby")" \
+                "perf: run $run, perf report's samples per function are the plugin's instructions per function / 10007, counted as above: $pby(perf report: ${rep:-nothing})"
+        fi
+        tids=$(sed -n "s/^@@r$run s *\([0-9]*\) .*/\1/p" <<<"$ev" | sort -u | wc -l)
+        cpus=$(sed -n "s/^@@r$run s *[0-9]* *\[\([0-9]*\)\].*/\1/p" <<<"$ev" | sort -u | tr '\n' ' ')
+        check "$(result test "$tids" = 1)" "perf: run $run, every sample has the program's one TID ($tids TIDs)"
+        if [ "$run" = 3 ]; then
+            check "$(result test "$(wc -w <<<"$cpus")" = 2)" \
+                "perf: run 3, moved between CPUs ($(sed -n 's/^@@r3 ok moves //p' <<<"$ev") moves): samples with the CoreId of both CPUs (CPUs ${cpus:-none})"
+        else
+            check "$(result test -n "$cpus")" "perf: run $run, samples carry a CPU (${cpus:-none})"
+        fi
+    done
+    sed -n 's/^@@r[0-9]* error /    /p' <<<"$ev" | head -n 10
+    n=$(grep -c '^@@r4 out PASS:' <<<"$ev")
+    check "$(result test "$n" -gt 0 -a -z "$(grep '^@@r4 out FAIL:' <<<"$ev")")" \
+        "perf: lwp-linux stress 250000 under perf record -e lwp/ire/u loads its own LWPCB and takes LWP over: its $n checks pass ($(sed -n 's/^@@r4 samples //p' <<<"$ev") samples before)"
+    program_checks perf
+    for e in lwp/ire/ lwp/ire/k lwp/event=7/u lwp/event=1000/u -F; do
+        got=$(sed -n "s|^@@refused $e ||p" <<<"$ev")
+        check "$(result test -n "$got" -a "$got" != 0)" "perf: perf record $e is refused (exit status ${got:-none})"
+    done
+}
