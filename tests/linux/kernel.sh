@@ -56,6 +56,13 @@ if [ -f "$TOP/tests/user/lwp-sigabi.c" ]; then
     gcc "${cflags[@]}" -I"$TOP/tests/user" -o "$root/bin/lwp-sigabi" \
         "$TOP/tests/user/lwp-sigabi.c" || ko "tests/user/lwp-sigabi.c builds"
 fi
+# The series' kselftest, built by its own Makefile, static
+mkdir -p "$out/kselftest"
+if ! make -s -C "$BUILD/linux-src/tools/testing/selftests/x86" OUTPUT="$out/kselftest" \
+        EXTRA_CFLAGS=-static "$out/kselftest/lwp_64" >"$logs/linux-kselftest-build.log" 2>&1 ||
+   ! cp "$out/kselftest/lwp_64" "$root/bin/lwp_64"; then
+    ko "tools/testing/selftests/x86/lwp.c builds (log $logs/linux-kselftest-build.log)"
+fi
 cp "$busybox" "$root/bin/busybox"
 cp "$src/init-lwp" "$root/init"
 chmod 755 "$root/init"
@@ -134,6 +141,23 @@ program_checks() { # NAME
     check "$(result test "$n" -gt 0)" "$1: the LWP programs ran ($n checks)"
 }
 
+# The kselftest's verdict: WANT 0 (every test passed; their number from
+# its TAP plan) or 4 (KSFT_SKIP, without LWP)
+kselftest_check() { # NAME WANT
+    local st plan ok bad
+    st=$(sed -n 's/^@@kselftest //p' <<<"$ev")
+    plan=$(sed -n 's/^@@k 1\.\.\([0-9]*\).*/\1/p' <<<"$ev")
+    ok=$(grep -c '^@@k ok ' <<<"$ev")
+    bad=$(grep '^@@k not ok ' <<<"$ev")
+    if [ "$2" = 4 ]; then
+        check "$(result test "$st" = 4 -a "$plan" = 0)" "$1: the lwp kselftest skips (exit ${st:-none}, $(sed -n 's/^@@k 1\.\.0 # //p' <<<"$ev"))"
+    else
+        check "$(result test "$st" = 0 -a -n "$plan" -a "$ok" = "$plan" -a -z "$bad")" \
+            "$1: the lwp kselftest passes (exit ${st:-none}, $ok of ${plan:-no} tests ok)"
+        [ -z "$bad" ] || printf '    %s\n' "${bad:0:2000}"
+    fi
+}
+
 # No kernel warning at all, and none about xstate (any level)
 clean_log() { # NAME
     local bad
@@ -201,6 +225,7 @@ boot max "max,+lwp" 4 full
 # 832 + 128, below it): tests/linux/README.md
 lwp_setup max max 400000000000021f 2696
 program_checks max
+kselftest_check max 0
 irq=$(sed -n 's/^@@interrupts *LWP: *//p' <<<"$ev")
 sum=0
 for v in $irq; do
@@ -216,6 +241,7 @@ for m in Opteron_G4 Opteron_G5; do
     # x87, SSE, AVX and LWP; LWP ends the area at 832 + 128 = 960
     lwp_setup "$m" "$m" 4000000000000007 960
     program_checks "$m"
+    kselftest_check "$m" 0
     clean_log "$m"
 done
 
@@ -227,6 +253,7 @@ check "$(result test -z "$(grep -w lwp <<<"$(sed -n 's/^@@cpuinfo //p' <<<"$ev")
 check "$(result test -z "$(grep '^@@interrupts' <<<"$ev")")" "nolwp: no LWP line in /proc/interrupts"
 check "$(result grep -q '^@@t FAIL: LWP with IRE and INT is available' <<<"$ev")" \
     "nolwp: a program finds LWP unavailable (CPUID 8000_001C EAX has no IRE, INT)"
+kselftest_check nolwp 4
 clean_log nolwp
 
 # 5. Debian's perf drives the lwp PMU (tests/linux/lwp-perf.sh)

@@ -369,11 +369,15 @@ perf_plugin() {
 # 32 events left (nhm_limit_period), so a period that a context switch
 # leaves with fewer ends late, and the next one makes up for it
 perf_plugin_check() {
-    local run pi pb want got k exact late bad
+    local run pi pb pl ps want got k exact late bad
     [ "${#plugin_args[@]}" -gt 0 ] || return 0
     for run in 1 2 3 4 6 7; do
-        read -r pi pb < <(awk -v r="$run" '$1 == "run" && $2 == r { print $4, $6 }' "$plugin_log" 2>/dev/null || true)
+        read -r pi pb pl ps < <(awk -v r="$run" '$1 == "run" && $2 == r { print $4, $6, $8, $10 }' "$plugin_log" 2>/dev/null || true)
         check "$(result test "$(perf_count "$run" instructions:u) $(perf_count "$run" branches:u)" = "${pi:-x} ${pb:-x}")" "perf stat run $run: instructions:u and branches:u are the TCG plugin's count of the same run (perf $(perf_count "$run" instructions:u) $(perf_count "$run" branches:u), plugin ${pi:-nothing} ${pb:-nothing})"
+        # MEM_INST_RETIRED.LOADS and .STORES against the instructions
+        # that the plugin's memory callbacks saw read and write
+        [ "$run" -le 4 ] || continue
+        check "$(result test "$(perf_count "$run" r010b:u) $(perf_count "$run" r020b:u)" = "${pl:-x} ${ps:-x}")" "perf stat run $run: r010b:u and r020b:u (MEM_INST_RETIRED.LOADS, .STORES) are the TCG plugin's instructions that read and wrote memory in the same run (perf $(perf_count "$run" r010b:u) $(perf_count "$run" r020b:u), plugin ${pl:-nothing} ${ps:-nothing})"
     done
     mapfile -t want < <(sed -n 's/^ip //p' "$plugin_log" 2>/dev/null || true)
     mapfile -t got < <(sed -n 's/^@@ip //p' <<<"$ev")

@@ -19,10 +19,15 @@
  * Arguments: lo=ADDRESS, hi=ADDRESS, entry=ADDRESS (ELF e_entry),
  * period=P, ips=R, window=W (default 1).  Prints, at exit, for each run
  * R:
- *   run R insns N branches B   the run's instructions that retired, and
+ *   run R insns N branches B loads L stores S
+ *                              the run's instructions that retired,
  *                              those of them that are branches by their
  *                              mnemonic (Jcc, JMP, CALL, RET, LOOP*,
- *                              JrCXZ, SYSCALL)
+ *                              JrCXZ, SYSCALL), and those that read
+ *                              and that wrote memory, as the API's
+ *                              memory callbacks of each saw it (once per
+ *                              instruction, whatever the number of
+ *                              accesses, its repeats merged)
  * and for run ips=R, for k = 1, 2...:
  *   ip A ...  the addresses of its instructions k * P + 1 to k * P + W:
  *             the first is where a PMI taken exactly after instruction
@@ -42,8 +47,10 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_version = QEMU_PLUGIN_VERSION;
 
 static uint64_t lo, hi, entry, period, ips_run, window = 1;
 static bool line_open;
-static uint64_t run, insns, branches;
+static uint64_t run, insns, branches, loads, stores;
 static uint64_t last = UINT64_MAX;
+/* What the instruction at last did to memory so far: bit 0 read, 1 wrote */
+static unsigned last_mem;
 static GString *out;
 
 /* Whether the disassembly @d (capstone's, AT&T or Intel) is a branch */
@@ -76,18 +83,28 @@ static bool is_branch(const char *d)
     return false;
 }
 
+/* The instruction at last retired: count its accesses */
+static void mem_retire(void)
+{
+    loads += last_mem & 1;
+    stores += last_mem >> 1;
+    last_mem = 0;
+}
+
 static void run_end(void)
 {
     if (line_open) {
         g_string_append_c(out, '\n');
         line_open = false;
     }
+    mem_retire();
     if (run) {
         g_string_append_printf(out, "run %" PRIu64 " insns %" PRIu64
-                               " branches %" PRIu64 "\n",
-                               run, insns, branches);
+                               " branches %" PRIu64 " loads %" PRIu64
+                               " stores %" PRIu64 "\n",
+                               run, insns, branches, loads, stores);
     }
-    insns = branches = 0;
+    insns = branches = loads = stores = 0;
     last = UINT64_MAX;
 }
 
@@ -102,6 +119,7 @@ static void insn_exec(unsigned int cpu_index, void *udata)
     if (!run || pc == last) {
         return;
     }
+    mem_retire();
     last = pc;
     insns++;
     branches += v & 1;
@@ -113,6 +131,15 @@ static void insn_exec(unsigned int cpu_index, void *udata)
         if (!line_open) {
             g_string_append_c(out, '\n');
         }
+    }
+}
+
+/* After each access of an instruction in [lo, hi) */
+static void mem_access(unsigned int cpu_index, qemu_plugin_meminfo_t info,
+                       uint64_t vaddr, void *udata)
+{
+    if (run) {
+        last_mem |= qemu_plugin_mem_is_store(info) ? 2 : 1;
     }
 }
 
@@ -136,6 +163,9 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
                                                QEMU_PLUGIN_CB_NO_REGS,
                                                (void *)(uintptr_t)
                                                (pc << 1 | br));
+        qemu_plugin_register_vcpu_mem_cb(insn, mem_access,
+                                         QEMU_PLUGIN_CB_NO_REGS,
+                                         QEMU_PLUGIN_MEM_RW, NULL);
     }
 }
 

@@ -1099,6 +1099,133 @@ int pmu_migrate_main(void)
 }
 
 /*
+ * MEM_INST_RETIRED.LOADS and .STORES (0BH 01H, 02H; choice 67): every
+ * instruction that reads memory counts once as a load, every one that
+ * writes it once as a store, however many accesses it makes.  ls_seq
+ * runs @n iterations, with PMC0 counting loads, PMC1 stores and PMC2
+ * instructions (GLOBAL_CTRL := 7, OS); each iteration's instructions are
+ * marked by hand from the SDM's description of each:
+ *   MOV r, m          load                 MOV m, r          store
+ *   ADD m, r          load, store          PUSH              store
+ *   POP               load                 LEA               neither
+ *   CALL              store                JMP               neither
+ *   RET               load                 XCHG m, r         load, store
+ *   LOCK XADD m, r    load, store          CMP r, m          load
+ *   MOVSQ             load, store          LEA, LEA, DEC, JNZ neither
+ * 8 loads, 7 stores and 17 instructions an iteration; before and after
+ * the loop, none (MOV, and the disabling MOV, XOR, XOR, WRMSR: 5
+ * instructions).  The ls_* labels mark the instruction after each load
+ * and store, where a PMI taken exactly after it lands.  The last check
+ * counts calls: the TB after the CALL has none, and must still take the
+ * PMI at its start.
+ */
+static u64 ls_buf[8] __attribute__((aligned(64)));
+
+static void ls_seq(u64 enable, u64 n)
+{
+    u64 src = (u64)&ls_buf[0], dst = (u64)&ls_buf[2];
+
+    asm volatile("mov $0x38f, %%ecx\n\t"
+                 "mov %[lo], %%eax\n\t"
+                 "xor %%edx, %%edx\n\t"
+                 "wrmsr\n\t"
+                 "mov %[n], %%rbx\n\t"
+                 "1: mov (%%rsi), %%rax\n\t"
+                 ".globl ls_l1\nls_l1: mov %%rax, 8(%%rdi)\n\t"
+                 ".globl ls_s1\nls_s1: add %%rax, 16(%%rdi)\n\t"
+                 ".globl ls_l2\nls_l2: push %%rax\n\t"
+                 ".globl ls_s3\nls_s3: pop %%rax\n\t"
+                 ".globl ls_l3\nls_l3: lea 8(%%rsi), %%rax\n\t"
+                 "call ls_ret\n\t"
+                 ".globl ls_l4\nls_l4: jmp 3f\n\t"
+                 ".globl ls_ret\nls_ret: ret\n\t"
+                 "3: xchg %%rax, 24(%%rdi)\n\t"
+                 ".globl ls_l5\nls_l5: lock xaddq %%rax, 32(%%rdi)\n\t"
+                 ".globl ls_l6\nls_l6: cmp (%%rsi), %%rax\n\t"
+                 ".globl ls_l7\nls_l7: movsq\n\t"
+                 ".globl ls_l8\nls_l8: lea -8(%%rsi), %%rsi\n\t"
+                 "lea -8(%%rdi), %%rdi\n\t"
+                 "dec %%rbx\n\t"
+                 "jnz 1b\n\t"
+                 ASM_DISABLE_ALL
+                 : "+S"(src), "+D"(dst)
+                 : [lo] "r"((u32)enable), [n] "r"(n)
+                 : "rax", "rbx", "rcx", "rdx", "memory");
+}
+
+/*
+ * ls_seq with only PMC@c counting, as IA32_PERFEVTSEL@c := @sel says,
+ * @k events from overflow, the LVT entry unmasked: its PMI's RIP in
+ * pmi_rip
+ */
+static void ls_pmi(unsigned c, u64 sel, u64 k)
+{
+    static const u64 none[4];
+
+    evtsel_write(none);
+    wrmsr(MSR_IA32_PERFEVTSEL0 + c, sel);
+    wrmsr(MSR_IA32_PMC0 + c, -k);
+    wrmsr(MSR_IA32_PERF_GLOBAL_OVF_CTRL, 0xf);
+    apic_write(APIC_LVTPC, PMI_VECTOR);
+    pmi_count = 0;
+    pmi_rip = 0;
+    asm volatile("sti");
+    ls_seq(1u << c, 1000);
+    asm volatile("cli");
+    wrmsr(MSR_IA32_PERFEVTSEL0 + c, 0);
+}
+
+static void test_loads_stores(void)
+{
+    extern char ls_l3[], ls_l4[], ls_l8[], ls_s3[], ls_ret[];
+    static const u64 sel[4] = { 0x42010b, 0x42020b, 0x4200c0, 0 };
+    const u64 n = 1000;
+    u64 v[4];
+
+    evtsel_write(sel);
+    pmu_zero();
+    ls_seq(7, n);
+    pmc_read(v);
+    report(v[0] == 8 * n && v[1] == 7 * n && v[2] == 17 * n + 5,
+           "CPL0 loads and stores: MEM_INST_RETIRED.LOADS, .STORES, "
+           "INST_RETIRED - expect %lu, %lu, %lu (got %lu, %lu, %lu)",
+           (unsigned long)(8 * n), (unsigned long)(7 * n),
+           (unsigned long)(17 * n + 5), (unsigned long)v[0],
+           (unsigned long)v[1], (unsigned long)v[2]);
+
+    /* the PMI exactly after the instruction that overflows the counter */
+    enable_apic();
+    handle_irq(PMI_VECTOR, pmi_handler);
+    ls_pmi(0, 0x52010b, 8 * 5 + 3);
+    report(pmi_count == 1 && pmi_rip == (unsigned long)ls_l3,
+           "PMI on the 43rd load (POP of iteration 6) - expect RIP ls_l3 "
+           "%lx (got %u, RIP %lx)", (unsigned long)ls_l3, pmi_count,
+           pmi_rip);
+    ls_pmi(0, 0x52010b, 8 * 700 + 4);
+    report(pmi_count == 1 && pmi_rip == (unsigned long)ls_l4,
+           "PMI on the 5604th load (the RET of iteration 701) - expect RIP "
+           "ls_l4 %lx (got %u, RIP %lx)", (unsigned long)ls_l4, pmi_count,
+           pmi_rip);
+    ls_pmi(0, 0x52010b, 8 * 2 + 8);
+    report(pmi_count == 1 && pmi_rip == (unsigned long)ls_l8,
+           "PMI on the 24th load (MOVSQ of iteration 3) - expect RIP ls_l8 "
+           "%lx (got %u, RIP %lx)", (unsigned long)ls_l8, pmi_count,
+           pmi_rip);
+    ls_pmi(1, 0x52020b, 7 * 4 + 3);
+    report(pmi_count == 1 && pmi_rip == (unsigned long)ls_s3,
+           "PMI on the 31st store (PUSH of iteration 5) - expect RIP ls_s3 "
+           "%lx (got %u, RIP %lx)", (unsigned long)ls_s3, pmi_count,
+           pmi_rip);
+    ls_pmi(1, 0x5202c4, 5);
+    report(pmi_count == 1 && pmi_rip == (unsigned long)ls_ret,
+           "PMI on the 5th BR_INST_RETIRED.NEAR_CALL - expect RIP ls_ret "
+           "%lx, before the RET after the CALL (got %u, RIP %lx)",
+           (unsigned long)ls_ret, pmi_count, pmi_rip);
+    apic_write(APIC_LVTPC, PMI_VECTOR | APIC_LVT_MASKED);
+    handle_irq(PMI_VECTOR, NULL);
+}
+
+/*
  * A hardware interrupt at an instruction breakpoint (Intel SDM Vol. 3B
  * 17.3.1.1): the RF image pushed for an interrupt that arrives between
  * instructions is EFLAGS.RF as it was, so the breakpoint on the
@@ -1193,6 +1320,7 @@ int pmu_main(bool pmu)
         test_sampling();
         test_pmi_cpl_change();
         test_mispredicts();
+        test_loads_stores();
     } else {
         test_no_pmu();
     }

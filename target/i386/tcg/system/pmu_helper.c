@@ -104,15 +104,17 @@ void pmu_x86_sync(CPUX86State *env)
 /*
  * Give back (@sign 1) or take again (@sign -1) the counts of @insns
  * instructions of a TB with profile @prof, the last of them the branch
- * of kind @br (PMU_BR_*, 0 for none)
+ * of kind @br (PMU_BR_*, 0 for none), @loads of them loading and
+ * @stores storing
  */
 static void pmu_recount(CPUX86State *env, uint64_t prof, uint32_t insns,
-                        unsigned br, int sign)
+                        unsigned br, uint32_t loads, uint32_t stores,
+                        int sign)
 {
     int c;
 
     for (c = 0; c < X86_PMU_COUNTERS; c++) {
-        int n = x86_pmu_events(prof, c, insns, br);
+        int n = x86_pmu_events(prof, c, insns, br, loads, stores);
 
         if (n) {
             pmu_set_field(env->pmu_win, c,
@@ -129,27 +131,33 @@ void pmu_x86_unretire(CPUX86State *env, const TranslationBlock *tb,
 
     if (prof & X86_PROF_PMU) {
         pmu_recount(env, prof, tb->icount - lwp_unwind_index(word),
-                    extract64(word, PMU_UNWIND_BRANCH_SHIFT, 5), 1);
+                    extract64(word, PMU_UNWIND_BRANCH_SHIFT, 5),
+                    extract64(word, PMU_UNWIND_LOADS_SHIFT,
+                              PMU_UNWIND_MEM_BITS),
+                    extract64(word, PMU_UNWIND_STORES_SHIFT,
+                              PMU_UNWIND_MEM_BITS), 1);
     }
 }
 
 /*
  * The current instruction, the last of its TB, raised an exception
  * without unwinding, or exits to be executed again: it did not retire.
- * It is not a branch.
+ * It is not a branch; @mem (X86_INSN_*) says whether the TB counted it
+ * as loading and storing.
  */
-void pmu_x86_uncount(CPUX86State *env)
+void pmu_x86_uncount(CPUX86State *env, unsigned mem)
 {
     uint64_t prof = env->prof_at[(env->hflags & HF_CPL_MASK) != 0];
 
     if (prof & X86_PROF_PMU) {
-        pmu_recount(env, prof, 1, 0, 1);
+        pmu_recount(env, prof, 1, 0, !!(mem & X86_INSN_LOADS),
+                    !!(mem & X86_INSN_STORES), 1);
     }
 }
 
-void helper_pmu_uncount(CPUX86State *env)
+void helper_pmu_uncount(CPUX86State *env, uint32_t mem)
 {
-    pmu_x86_uncount(env);
+    pmu_x86_uncount(env, mem);
 }
 
 /*
@@ -174,7 +182,11 @@ void pmu_x86_recount(CPUX86State *env, uintptr_t ra, int sign)
     prof = x86_tb_prof(tb);
     if (prof & X86_PROF_PMU) {
         pmu_recount(env, prof, tb->icount - lwp_unwind_index(data[1]),
-                    extract64(data[1], PMU_UNWIND_BRANCH_SHIFT, 5), sign);
+                    extract64(data[1], PMU_UNWIND_BRANCH_SHIFT, 5),
+                    extract64(data[1], PMU_UNWIND_LOADS_SHIFT,
+                              PMU_UNWIND_MEM_BITS),
+                    extract64(data[1], PMU_UNWIND_STORES_SHIFT,
+                              PMU_UNWIND_MEM_BITS), sign);
     }
 }
 
@@ -225,15 +237,23 @@ void helper_pmu_tb_slow(CPUX86State *env, uint64_t inc0, uint64_t inc1,
         unsigned i;
         bool fixed = pmu_is_fixed(c, &i);
         uint64_t until;
+        unsigned src;
         int armed;
 
         if (!v) {
             continue;
         }
         until = pmu_until_overflow(p, &regs, fixed, i);
-        if (v >= until) {
-            k = MIN(k, pmu_event_insn(x86_pmu_source(env->prof_at[user], c),
-                                      until, n));
+        src = x86_pmu_source(env->prof_at[user], c);
+        if (v >= until && (src == PMU_SRC_LOADS || src == PMU_SRC_STORES)) {
+            /*
+             * Which instruction makes the until-th load or store is the
+             * TB's to know: translated again one instruction at a time
+             * until it is the one, each 1-instruction TB ends it.
+             */
+            k = 1;
+        } else if (v >= until) {
+            k = MIN(k, pmu_event_insn(src, until, n));
         }
         armed = MIN(until - 1, PMU_FIELD_MAX);
         pmu_set_field(env->pmu_armed, c, armed);
