@@ -1179,7 +1179,21 @@ static void test_loads_stores(void)
 {
     extern char ls_l3[], ls_l4[], ls_l8[], ls_s3[], ls_ret[];
     static const u64 sel[4] = { 0x42010b, 0x42020b, 0x4200c0, 0 };
+    const struct {
+        unsigned c;
+        u64 sel, k;
+        const char *rip, *what;
+    } pmis[] = {
+        { 0, 0x52010b, 8 * 5 + 3, ls_l3, "43rd load (POP of iteration 6)" },
+        { 0, 0x52010b, 8 * 700 + 4, ls_l4,
+          "5604th load (the RET of iteration 701)" },
+        { 0, 0x52010b, 8 * 2 + 8, ls_l8, "24th load (MOVSQ of iteration 3)" },
+        { 1, 0x52020b, 7 * 4 + 3, ls_s3, "31st store (PUSH of iteration 5)" },
+        { 1, 0x5202c4, 5, ls_ret,
+          "5th BR_INST_RETIRED.NEAR_CALL (before the RET after the CALL)" },
+    };
     const u64 n = 1000;
+    unsigned i;
     u64 v[4];
 
     evtsel_write(sel);
@@ -1196,31 +1210,12 @@ static void test_loads_stores(void)
     /* the PMI exactly after the instruction that overflows the counter */
     enable_apic();
     handle_irq(PMI_VECTOR, pmi_handler);
-    ls_pmi(0, 0x52010b, 8 * 5 + 3);
-    report(pmi_count == 1 && pmi_rip == (unsigned long)ls_l3,
-           "PMI on the 43rd load (POP of iteration 6) - expect RIP ls_l3 "
-           "%lx (got %u, RIP %lx)", (unsigned long)ls_l3, pmi_count,
-           pmi_rip);
-    ls_pmi(0, 0x52010b, 8 * 700 + 4);
-    report(pmi_count == 1 && pmi_rip == (unsigned long)ls_l4,
-           "PMI on the 5604th load (the RET of iteration 701) - expect RIP "
-           "ls_l4 %lx (got %u, RIP %lx)", (unsigned long)ls_l4, pmi_count,
-           pmi_rip);
-    ls_pmi(0, 0x52010b, 8 * 2 + 8);
-    report(pmi_count == 1 && pmi_rip == (unsigned long)ls_l8,
-           "PMI on the 24th load (MOVSQ of iteration 3) - expect RIP ls_l8 "
-           "%lx (got %u, RIP %lx)", (unsigned long)ls_l8, pmi_count,
-           pmi_rip);
-    ls_pmi(1, 0x52020b, 7 * 4 + 3);
-    report(pmi_count == 1 && pmi_rip == (unsigned long)ls_s3,
-           "PMI on the 31st store (PUSH of iteration 5) - expect RIP ls_s3 "
-           "%lx (got %u, RIP %lx)", (unsigned long)ls_s3, pmi_count,
-           pmi_rip);
-    ls_pmi(1, 0x5202c4, 5);
-    report(pmi_count == 1 && pmi_rip == (unsigned long)ls_ret,
-           "PMI on the 5th BR_INST_RETIRED.NEAR_CALL - expect RIP ls_ret "
-           "%lx, before the RET after the CALL (got %u, RIP %lx)",
-           (unsigned long)ls_ret, pmi_count, pmi_rip);
+    for (i = 0; i < ARRAY_SIZE(pmis); i++) {
+        ls_pmi(pmis[i].c, pmis[i].sel, pmis[i].k);
+        report(pmi_count == 1 && pmi_rip == (unsigned long)pmis[i].rip,
+               "PMI on the %s - expect RIP %lx (got %u, RIP %lx)",
+               pmis[i].what, (unsigned long)pmis[i].rip, pmi_count, pmi_rip);
+    }
     apic_write(APIC_LVTPC, PMI_VECTOR | APIC_LVT_MASKED);
     handle_irq(PMI_VECTOR, NULL);
 }
