@@ -10,9 +10,21 @@
  * (lwp-perf-work N, default 100000).  noipa: gcc -O2 would otherwise fold
  * the three identical functions into one (-fipa-icf).
  *
+ * lwp-perf-work dme prints the address of a 64 MiB mapping ("buf 0x...")
+ * and runs work_m, as tools/lwp-prof/tests/prof-work.c's: it reads the
+ * first byte of each 4 KiB page of the mapping, 8 times over, 131072 loads
+ * by one MOVZBL.  In the default cache model (docs/cache-model.md) every
+ * one misses every level: the 16384 lines fall in one L1 set (4 ways) and
+ * in 32 sets of L2 (16 ways) and of L3 (64 ways), 512 lines a set, read in
+ * the same order each pass, so LRU always evicts the line read next; DRAM
+ * supplies each, latency 256.
+ *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
 
 #define WORK(name)                                                  \
     __attribute__((noipa)) static void name(unsigned long n)     \
@@ -26,9 +38,40 @@ WORK(work_a)
 WORK(work_b)
 WORK(work_c)
 
+#define DME_PAGES 16384
+#define DME_PASSES 8
+
+__attribute__((noipa)) static void work_m(const unsigned char *buf)
+{
+    unsigned long n = DME_PASSES * DME_PAGES, off = 0;
+
+    asm volatile("1:\tmovzbl (%[buf],%[off]), %%eax\n"
+                 "\tadd $4096, %[off]\n"
+                 "\tand $%c[mask], %[off]\n"
+                 "\tdec %[n]\n"
+                 "\tjnz 1b"
+                 : [off] "+r"(off), [n] "+r"(n)
+                 : [buf] "r"(buf), [mask] "i"(DME_PAGES * 4096 - 1)
+                 : "eax", "cc", "memory");
+}
+
 int main(int argc, char **argv)
 {
-    unsigned long n = argc > 1 ? strtoul(argv[1], NULL, 10) : 100000;
+    unsigned long n;
+
+    if (argc > 1 && !strcmp(argv[1], "dme")) {
+        unsigned char *buf = mmap(NULL, DME_PAGES * 4096UL, PROT_READ,
+                                  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+        if (buf == MAP_FAILED) {
+            return 1;
+        }
+        printf("buf %p\n", (void *)buf);
+        fflush(stdout);
+        work_m(buf);
+        return 0;
+    }
+    n = argc > 1 ? strtoul(argv[1], NULL, 10) : 100000;
 
     work_a(n);
     work_b(3 * n);

@@ -96,6 +96,7 @@ lwp_perf_checks() {
             check "$(result test -n "$cpus")" "perf: run $run, samples carry a CPU (${cpus:-none})"
         fi
     done
+    lwp_perf_dme "$exe"
     sed -n 's/^@@r[0-9]* error /    /p' <<<"$ev" | head -n 10
     n=$(grep -c '^@@r4 out PASS:' <<<"$ev")
     check "$(result test "$n" -gt 0 -a -z "$(grep '^@@r4 out FAIL:' <<<"$ev")")" \
@@ -105,4 +106,31 @@ lwp_perf_checks() {
         got=$(sed -n "s|^@@refused $e ||p" <<<"$ev")
         check "$(result test -n "$got" -a "$got" != 0)" "perf: perf record $e is refused (exit status ${got:-none})"
     done
+}
+
+# Run 5, lwp/dme/u -c 1009 of lwp-perf-work dme (its header comment: 131072
+# loads by work_m's MOVZBL, each missing every level of the default cache
+# model, DRAM latency 256): the misses of the C library's start-up come
+# first, so work_m gets 131072 / 1009 samples or one more; each names the
+# MOVZBL, with WEIGHT 256 and as ADDR the first byte of a page of the
+# mapping, 1009 pages (mod 16384) after the sample before
+lwp_perf_dme() {
+    local exe=$1 buf mov lines n bad=0 prev='' ip a w off
+    buf=$(sed -n 's/^@@r5 out buf //p' <<<"$ev")
+    mov=$(objdump -d --no-show-raw-insn --disassemble=work_m "$exe" |
+        awk '$2 == "movzbl" { sub(":", "", $1); print $1; exit }')
+    lines=$(sed -n 's/^@@r5 s [0-9]* *\[[0-9]*\] *\([0-9a-f]*\) *\([0-9]*\) *\([0-9a-f]*\) work_m$/\1 \2 \3/p' <<<"$ev")
+    n=$(grep -c . <<<"$lines")
+    while read -r a w ip; do
+        [ -n "$a" ] || continue
+        off=$((0x$a - buf))
+        if [ "$ip" != "$mov" ] || [ "$w" != 256 ] || [ "$off" -lt 0 ] ||
+           [ "$off" -ge $((16384 * 4096)) ] || [ $((off % 4096)) != 0 ] ||
+           { [ -n "$prev" ] && [ $(((off - prev + 16384 * 4096) % (16384 * 4096))) != $((1009 * 4096)) ]; }; then
+            bad=$((bad + 1))
+        fi
+        prev=$off
+    done <<<"$lines"
+    check "$(result test -n "$buf" -a -n "$mov" -a \( "$n" = 129 -o "$n" = 130 \) -a "$bad" = 0)" \
+        "perf: run 5, lwp/dme/u -c 1009: work_m has 129 or 130 samples (got $n), each at its MOVZBL ($mov) with WEIGHT 256 (DRAM) and as ADDR a page of the mapping at ${buf:-none}, 1009 pages after the one before ($bad are not)"
 }
