@@ -36,6 +36,7 @@
 #include <elf.h>
 #include <errno.h>
 #include <linux/perf_event.h>
+#include <sys/ioctl.h>
 #include <pthread.h>
 #include <sched.h>
 #include <sys/ptrace.h>
@@ -829,8 +830,9 @@ static int cmd_nolwp(int argc, char **argv)
  * program's own LWP comes first: perf_event_open of an lwp event on
  * itself fails with EBUSY while the program has its LWPCB loaded.  With
  * none, it succeeds, and from the return to user mode the kernel's LWPCB
- * is live (SLWPCB names it, not the program's); a second event of another
- * LWP event on the same thread is EBUSY.  Then the program's LLWPCB takes
+ * is live (SLWPCB names it, not the program's); its period cannot be
+ * changed; a second event of another LWP event on the same thread is
+ * EBUSY.  Then the program's LLWPCB takes
  * LWP over (the instruction cannot be refused): its own profile is
  * exact, as in selfprof.
  */
@@ -888,6 +890,15 @@ static int cmd_perfown(void)
     free(own.ring);
     report(cb && cb != own.cb, "perfown: the event's LWPCB is live in the "
            "thread once the syscall returns (SLWPCB %p)", cb);
+    if (fd >= 0) {
+        uint64_t period = 20011;
+        long r = ioctl(fd, PERF_EVENT_IOC_PERIOD, &period);
+
+        err = errno;
+        report(r == -1 && err == EINVAL, "perfown: PERF_EVENT_IOC_PERIOD "
+               "to another period fails with EINVAL: the interval is in the "
+               "LWPCB (got %ld, %s)", r, r ? strerror(err) : "no error");
+    }
     fd2 = perf_open(3);
     err = errno;
     report(fd2 < 0 && err == EBUSY, "perfown: a second lwp event of another "
