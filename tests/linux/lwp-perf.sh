@@ -102,7 +102,7 @@ lwp_perf_checks() {
     check "$(result test "$n" -gt 0 -a -z "$(grep '^@@r4 out FAIL:' <<<"$ev")")" \
         "perf: lwp-linux stress 250000 under perf record -e lwp/ire/u loads its own LWPCB and takes LWP over: its $n checks pass ($(sed -n 's/^@@r4 samples //p' <<<"$ev") samples before)"
     program_checks perf
-    for e in lwp/ire/ lwp/ire/k lwp/event=7/u lwp/event=1000/u -F; do
+    for e in lwp/ire/ lwp/ire/k lwp/event=7/u lwp/event=1000/u -F -c1; do
         got=$(sed -n "s|^@@refused $e ||p" <<<"$ev")
         check "$(result test -n "$got" -a "$got" != 0)" "perf: perf record $e is refused (exit status ${got:-none})"
     done
