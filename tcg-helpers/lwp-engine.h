@@ -281,9 +281,13 @@ bool lwp_xsave(const LwpState *s, uint8_t *area);
 /*
  * XRSTOR of component 62 (spec 7.4, 7.5): @area is NULL for the processor
  * supplied values (XSTATE_BV[62] = 0).  Never faults: an area that fails a
- * check disables LWP.  Returns whether LWP is enabled afterwards.
+ * check disables LWP, and *@why (if @why is not NULL) then names the
+ * check, for traces; it is NULL otherwise (LWP enabled, or an area that
+ * disables it with LWPCBAddress 0).  Returns whether LWP is enabled
+ * afterwards.
  */
-bool lwp_xrstor(LwpState *s, const LwpContext *ctx, const uint8_t *area);
+bool lwp_xrstor(LwpState *s, const LwpContext *ctx, const uint8_t *area,
+                const char **why);
 
 /*
  * The data cache model behind the DCache Miss event (spec 2.4; the model

@@ -56,8 +56,13 @@ bool lwp_xsave(const LwpState *s, uint8_t *area)
 }
 
 // spec 7.4 and 7.5 (choice 30)
-bool lwp_xrstor(LwpState *s, const LwpContext *ctx, const uint8_t *area)
+bool lwp_xrstor(LwpState *s, const LwpContext *ctx, const uint8_t *area,
+                const char **why)
 {
+    const char *unused;
+
+    why = why ? why : &unused;
+    *why = nullptr;
     // 7.5: "LWP_CBADDR is set to 0 and LWP is disabled. Other processor
     // internal state for LWP is set to 0"; Table 7-1: LWPCBAddress 0 means
     // disabled, "the rest of the save area is ignored".
@@ -76,7 +81,14 @@ bool lwp_xrstor(LwpState *s, const LwpContext *ctx, const uint8_t *area)
     // disabled"; rounded down; the head fixed up.
     n.buffer_size =
         ld32(area + LWP_XS_BUFFER_SIZE) & LWPCB_BUFFER_SIZE_MASK & ~(kRec - 1);
-    if (n.buffer_size < min_buffer(ctx) || !n.cb_addr) {
+    if (!n.cb_addr) {
+        *why = "LWPCBAddress is 0 in its low 32 bits, the only ones read "
+               "outside long mode (7.4)";
+        return false;
+    }
+    if (n.buffer_size < min_buffer(ctx)) {
+        *why = "BufferSize is below 32 * LwpMinBufferSize records (7.4 "
+               "step 1)";
         return false;
     }
     uint32_t head = ld32(area + LWP_XS_HEAD);
@@ -84,8 +96,14 @@ bool lwp_xrstor(LwpState *s, const LwpContext *ctx, const uint8_t *area)
     // "If the CPL != 0, XRSTOR first validates the LWPCB and ring buffer
     // pointers ... If any of the address checks fails, LWP is disabled.
     // No fault is generated."
-    if (ctx->cpl != 0 && (!check(ctx, n.cb_addr, cb_size(ctx)) ||
-                          !check(ctx, n.buffer_base, n.buffer_size))) {
+    if (ctx->cpl != 0 && !check(ctx, n.cb_addr, cb_size(ctx))) {
+        *why = "at CPL 3, the LWPCB is beyond the DS limit or not canonical "
+               "(7.4 Check)";
+        return false;
+    }
+    if (ctx->cpl != 0 && !check(ctx, n.buffer_base, n.buffer_size)) {
+        *why = "at CPL 3, the ring buffer is beyond the DS limit or not "
+               "canonical (7.4 Check)";
         return false;
     }
     // Step 2: the events available in LWP_CFG, their counters

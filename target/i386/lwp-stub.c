@@ -133,7 +133,8 @@ bool lwp_xsave(const LwpState *s, uint8_t *area)
     g_assert_not_reached();
 }
 
-bool lwp_xrstor(LwpState *s, const LwpContext *ctx, const uint8_t *area)
+bool lwp_xrstor(LwpState *s, const LwpContext *ctx, const uint8_t *area,
+                const char **why)
 {
     g_assert_not_reached();
 }

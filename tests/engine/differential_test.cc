@@ -1389,7 +1389,7 @@ bool Sequence::do_xrstor(const uint8_t *area, unsigned cpl, const char *why)
                     " size %#x saved id %u)",
                     cb, flags, head, base, size, a[32]);
     }
-    bool e = lwp_xrstor(&es_, &ctx_, area ? a : nullptr);
+    bool e = lwp_xrstor(&es_, &ctx_, area ? a : nullptr, nullptr);
     bool m = model_.xrstor(to_cpu(ctx_), area ? a : nullptr);
     ctx_.cpl = 3;
     calls++;

@@ -538,7 +538,8 @@ class Runner
         } else if (c == "xrstor") {
             echo(w);
             bool none = w.size() > 1 && w[1] == "none";
-            bool en = lwp_xrstor(&s_, &ctx_, none ? nullptr : area_.data());
+            bool en = lwp_xrstor(&s_, &ctx_, none ? nullptr : area_.data(),
+                                 nullptr);
             out_ += fmt("  => enabled=%d\n", en);
         } else if (c == "dump") {
             dump(w);

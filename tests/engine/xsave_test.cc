@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <string>
 
 #include "fake_mem.h"
 
@@ -44,10 +45,15 @@ class XsaveTest : public EngineTest
         put(a, LWP_XS_BUFFER_SIZE, kSize, 4);
         return a;
     }
+    // XRSTOR of @a; why names the check that disabled LWP, or is empty
     bool xrstor(const Area &a)
     {
-        return lwp_xrstor(&s, &ctx, a.data());
+        const char *w = "unset";
+        bool on = lwp_xrstor(&s, &ctx, a.data(), &w);
+        why = w ? w : "";
+        return on;
     }
+    std::string why;
     Area xsave(bool *in_use = nullptr)
     {
         Area a;
@@ -168,7 +174,7 @@ TEST_F(Xrstor, ProcessorSuppliedValuesDisableLwpAndClearTheState)
     lwp_next_interval(&s, 2);
     m.map(kBuf, kPageSize, kRead);
     ASSERT_EQ(retire(0x401000, LWP_FEAT_IRE), LWP_FAULT_PF);
-    EXPECT_FALSE(lwp_xrstor(&s, &ctx, nullptr));
+    EXPECT_FALSE(lwp_xrstor(&s, &ctx, nullptr, nullptr));
     EXPECT_EQ(s.cb_addr, 0u);
     EXPECT_EQ(s.rng, 0u);
     EXPECT_EQ(s.pending[0], 0);
@@ -188,6 +194,8 @@ TEST_F(Xrstor, ZeroLwpcbAddressDisables)
     put(a, LWP_XS_CBADDR, 0, 8);
     EXPECT_FALSE(xrstor(a));
     EXPECT_EQ(s.cb_addr, 0u);
+    // the area asks for LWP disabled: no check failed, nothing to trace
+    EXPECT_EQ(why, "");
 }
 
 TEST_F(Xrstor, LoadsTheInternalState)
@@ -245,6 +253,8 @@ TEST_F(Xrstor, BufferSizeBelowTheMinimumDisables)
         put(a, LWP_XS_BUFFER_SIZE, size, 4);
         EXPECT_FALSE(xrstor(a)) << "BufferSize " << size;
         EXPECT_EQ(s.cb_addr, 0u) << "BufferSize " << size;
+        EXPECT_NE(why.find("BufferSize"), std::string::npos) << why;
+        EXPECT_NE(why.find("7.4 step 1"), std::string::npos) << why;
     }
 }
 
@@ -346,14 +356,18 @@ TEST_F(Xrstor, AtCpl3ANonCanonicalAddressDisablesSilently)
     ctx.cpl = 3;
     EXPECT_FALSE(xrstor(bad_cb));
     EXPECT_EQ(s.cb_addr, 0u);
+    EXPECT_NE(why.find("the LWPCB is"), std::string::npos) << why;
     EXPECT_FALSE(xrstor(bad_ring));
     EXPECT_EQ(s.cb_addr, 0u);
+    EXPECT_NE(why.find("the ring buffer is"), std::string::npos) << why;
     EXPECT_FALSE(xrstor(wrapping_ring));
     EXPECT_EQ(s.cb_addr, 0u);
+    EXPECT_NE(why.find("the ring buffer is"), std::string::npos) << why;
 
     // 7.4: "If the CPL = 0, XRSTOR simply reloads"
     ctx.cpl = 0;
     EXPECT_TRUE(xrstor(bad_cb));
+    EXPECT_EQ(why, "");
     EXPECT_TRUE(xrstor(bad_ring));
 }
 

@@ -778,7 +778,7 @@ void op_xsave(Harness &h, Input &in)
     if ((b & 1) && h.ctx.cpl == 0) {
         // A context switch back to the same thread: the state the area
         // holds comes back
-        bool on = lwp_xrstor(&h.s, &h.ctx, area);
+        bool on = lwp_xrstor(&h.s, &h.ctx, area, nullptr);
         check_state(h);
         CHECK(on && h.s.cb_addr == pre.cb_addr && h.s.head == pre.head &&
                   h.s.buffer_base == pre.buffer_base &&
@@ -826,7 +826,7 @@ void op_xrstor(Harness &h, Input &in)
         p = nullptr;
         break;
     }
-    bool on = lwp_xrstor(&h.s, &h.ctx, p);
+    bool on = lwp_xrstor(&h.s, &h.ctx, p, nullptr);
     if (g_trace) {
         fprintf(stderr, "  lwp_xrstor(%s) -> %d\n", p ? "area" : "NULL", on);
         trace_state("state", h.s);

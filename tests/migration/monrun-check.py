@@ -40,6 +40,10 @@ def main(argv):
         ok = ok and cond
 
     check(rip in (inc, jmp), 'stopped in the loop (RIP 0x%x)' % rip)
+    # the loop runs at CPL 3, where LWP counts
+    check('CPL 3, running' in info and
+          'LWP enabled, counting (CPL 3)' in info,
+          'info lwp: "CPL 3, running" and "LWP enabled, counting (CPL 3)"')
     at_jmp = rip == jmp
     head = int(re.search(r'head (\d+),', info).group(1))
     missed = int(re.search(r'MissedEvents (\d+)', info).group(1))

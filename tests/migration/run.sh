@@ -604,8 +604,12 @@ if wait_for "$name" '^LWPMONITOR '; then
     done
     python3 "$here/qmp.py" "$work/$name.qmp" hmp 'info lwp' >"$work/$name.info" 2>&1
     # each line "info lwp" must show, from what the guest printed
+    # it halted at CPL 0, with LWP enabled: its state is loaded, and does
+    # not count there
     want=(
-        "LWP_CBADDR $mon_cbaddr: LWP enabled"
+        "CPL 0, halted"
+        "LWP_CFG $mon_cfg (bit 0 reads 0: EventId 0 is no event)"
+        "LWP_CBADDR $mon_cbaddr: LWP enabled, not counting (it counts at CPL 3 only"
         "Flags $mon_flags, "
         " head $mon_head, "
         "EventId 2 (Instructions Retired): interval 10, counter $mon_ire"

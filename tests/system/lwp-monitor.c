@@ -13,6 +13,7 @@
  * is) and prints it with MissedEvents from the LWPCB,
  *
  *   LWPMONITOR cbaddr=0x... flags=0x... head=N ire=N bre=N saved=N missed=N
+ *              cfg=0x... (LWP_CFG as RDMSR reads it)
  *
  * (saved: the EventId of the SavedEventRecord, 0 for none), then halts
  * with interrupts off and LWP still enabled: HMP "info lwp" must show the
@@ -111,10 +112,10 @@ int lwp_monitor_main(void)
         return 1;
     }
     printf("LWPMONITOR cbaddr=0x%lx flags=0x%x head=%u ire=%u bre=%u "
-           "saved=%u missed=%lu\n", area.lwp.cb_addr, area.lwp.flags,
-           area.lwp.head, area.lwp.counter[EVENT_IRE - 1],
+           "saved=%u missed=%lu cfg=0x%lx\n", area.lwp.cb_addr,
+           area.lwp.flags, area.lwp.head, area.lwp.counter[EVENT_IRE - 1],
            area.lwp.counter[EVENT_BRE - 1], area.lwp.saved[0],
-           cb.missed_events);
+           cb.missed_events, rdmsr(MSR_LWP_CFG));
     asm volatile("cli");
     for (;;) {
         asm volatile("hlt");

@@ -537,6 +537,9 @@ static void test_xsave_pending(void)
            "one, %lx (got %x, error code %lx, CR2 %lx, RIP %lx)", ro,
            xs_seq_a[0].next, ret, user_ex_regs.error_code, cr2,
            user_ex_regs.rip);
+    /* the trace gives the failed store's range and the #PF's error code */
+    printf("trace-expect: lwp_fault cpu 0 0x%lx len 32 write 1 error code "
+           "0x%lx: raised\n", cr2, user_ex_regs.error_code);
     off = page_changed(PG_RO, 0);
     report(off == 4096, "read-only ring page - expect unchanged (got a "
            "change at offset %u)", off);

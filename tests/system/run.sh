@@ -61,12 +61,14 @@ for c in "${configs[@]}"; do
         read -r -a accel <<<"$machine"
     fi
     boot="$kernel config=$name"
-    # the LWP MSR trace events of the 64-bit max run (lwp.c trace-expect)
+    # the LWP MSR and fault trace events of the 64-bit max run (lwp.c and
+    # lwp-xsave.c trace-expect)
     trace=()
     log=$build/trace-$kernel-$name.log
     rm -f "$log"
     if [ "$kernel $name" = "tests.elf max" ]; then
-        trace=(-d trace:lwp_wrmsr_cfg,trace:lwp_wrmsr_cbaddr -D "$log")
+        trace=(-d trace:lwp_wrmsr_cfg,trace:lwp_wrmsr_cbaddr,trace:lwp_fault
+               -D "$log")
     fi
     echo "=== $boot -cpu $cpu${machine:+ $machine}"
     # a guard against hangs, not a time limit: config=max took 7.5 s to
@@ -91,10 +93,10 @@ for c in "${configs[@]}"; do
                 awk -v file="$log" 'BEGIN { while ((getline l < file) > 0) t[++m] = l }
                      { while (++i <= m && t[i] != $0) ; if (i > m) exit 1 }' &&
                 [ "$n" -gt 0 ]; then
-            echo "PASS: the $n LWP MSR writes lwp.c expects, in order, in the trace log"
+            echo "PASS: the $n LWP MSR writes and faults lwp.c expects, in order, in the trace log"
             passed=$((passed + 1))
         else
-            echo "FAIL: the $n LWP MSR writes lwp.c expects, in order, in the trace log ($log)"
+            echo "FAIL: the $n LWP MSR writes and faults lwp.c expects, in order, in the trace log ($log)"
             failed=$((failed + 1))
         fi
     fi

@@ -136,6 +136,7 @@ struct fault {
     int code;           /* si_code */
     uintptr_t addr;     /* si_addr */
     long trapno;        /* uc_mcontext REG_TRAPNO */
+    long err;           /* uc_mcontext REG_ERR: #PF's error code */
     uintptr_t rip;      /* REG_RIP at the fault */
     uint64_t lwpcb;     /* the frame's LWPCBAddress: 0 with LWP disabled */
 };
@@ -188,6 +189,7 @@ static void lt_handler(int sig, siginfo_t *si, void *ctx)
     lt_fault.code = si->si_code;
     lt_fault.addr = (uintptr_t)si->si_addr;
     lt_fault.trapno = uc->uc_mcontext.gregs[REG_TRAPNO];
+    lt_fault.err = uc->uc_mcontext.gregs[REG_ERR];
     lt_fault.rip = uc->uc_mcontext.gregs[REG_RIP];
     lt_fault.lwpcb = frame_lwpcb(uc);
     if (lt_hook && lt_hook(&lt_fault)) {

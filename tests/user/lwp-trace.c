@@ -38,6 +38,33 @@ asm(".text\n"
 
 #define RING_SIZE (64 * LT_REC)
 #define THRESHOLD (8 * LT_REC)
+
+/*
+ * XRSTOR of an image whose component 62 names LWPCB @cb and a ring at
+ * @ring of @size bytes, which fails the check of spec 7.4 that @why
+ * names: LWP stays disabled (SLWPCB 0), without a fault
+ */
+static void xrstor_off(void *cb, void *ring, uint32_t size, const char *why)
+{
+    static uint8_t xs[4096] __attribute__((aligned(64)));
+    unsigned a, b, c, d;
+    uint64_t bv = 1ull << 62;
+
+    __cpuid_count(0xd, 62, a, b, c, d);
+    (void)a;
+    (void)c;
+    (void)d;
+    memset(xs, 0, sizeof(xs));
+    memcpy(xs + 512, &bv, 8);
+    wr64(xs + b, LWP_XS_CBADDR, (uintptr_t)cb);
+    wr64(xs + b, LWP_XS_BUFFER_BASE, (uintptr_t)ring);
+    wr32(xs + b, LWP_XS_BUFFER_SIZE, size);
+    asm volatile("xrstor %0" : : "m"(xs), "a"(0), "d"(1u << 30) : "memory");
+    report(__slwpcb() == NULL, "XRSTOR of LWPCB %p, ring %p of 0x%x bytes: "
+           "LWP stays disabled, no fault", cb, ring, size);
+    printf("expect: lwp_xrstor_off cpu 0 LWPCB 0x%" PRIxPTR ": %s\n",
+           (uintptr_t)cb, why);
+}
 #define MAX_SIGS 256
 
 static uint8_t *cb, *ring;
@@ -65,6 +92,7 @@ static void on_sigio(int sig, siginfo_t *si, void *uc)
 /* the ring's page fault: make it writable and restart the store */
 static int nsegv;
 static uintptr_t segv_addr;
+static long segv_err;
 
 static int on_segv(const struct fault *f)
 {
@@ -72,7 +100,21 @@ static int on_segv(const struct fault *f)
         return 0;
     }
     segv_addr = f->addr;
+    segv_err = f->err;
     mprotect(ring, RING_SIZE, PROT_READ | PROT_WRITE);
+    return 1;
+}
+
+/* The same for a ring page that is not mapped: map it again */
+static int on_segv_unmapped(const struct fault *f)
+{
+    if (f->signo != SIGSEGV || nsegv++) {
+        return 0;
+    }
+    segv_addr = f->addr;
+    segv_err = f->err;
+    mmap((void *)(f->addr & ~4095ul), 4096, PROT_READ | PROT_WRITE,
+         MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
     return 1;
 }
 
@@ -134,20 +176,39 @@ int main(void)
            "LWPINS with the ring read-only: one SIGSEGV, at the record's "
            "slot (%d, at 0x%" PRIxPTR ", slot 0x%" PRIxPTR ")", nsegv,
            segv_addr, (uintptr_t)ring + head);
-    printf("expect: lwp_fault cpu 0 0x%" PRIxPTR " len %u write 1\n",
-           segv_addr, LT_REC);
+    /* the frame's error code: present, write, user (SDM Vol. 3A 4.7) */
+    report(segv_err == 7, "its error code P | W | U (got 0x%lx)", segv_err);
+    printf("expect: lwp_fault cpu 0 0x%" PRIxPTR " len %u write 1 error "
+           "code 0x%lx: raised\n", segv_addr, LT_REC, segv_err);
     report(ring[head + LWP_REC_EVENT_ID] == LWP_EVENT_ID_INS &&
            rd32(ring + head, LWP_REC_DATA1) == 0x5678,
            "LWPINS, restarted, stores its record in that slot (EventId %u)",
            ring[head + LWP_REC_EVENT_ID]);
+    /* The same with the ring page unmapped: not present, write, user */
+    __slwpcb();
+    head = rd32(cb, LWPCB_HEAD);
+    printf("expect: lwp_flush cpu 0 LWPCB 0x%" PRIxPTR " BufferHeadOffset "
+           "0x%x\n", (uintptr_t)cb, head);
+    nsegv = 0;
+    lt_hook = on_segv_unmapped;
+    munmap(ring + (head & ~4095u), 4096);
+    __lwpins32(0x1234, 0x5678, 0x9a);
+    lt_hook = NULL;
+    report(nsegv == 1 && segv_addr == (uintptr_t)ring + head &&
+           segv_err == 6, "LWPINS with its ring page unmapped: one SIGSEGV, "
+           "at the record's slot, error code W | U (%d, at 0x%" PRIxPTR
+           ", error code 0x%lx)", nsegv, segv_addr, segv_err);
+    printf("expect: lwp_fault cpu 0 0x%" PRIxPTR " len %u write 1 error "
+           "code 0x%lx: raised\n", segv_addr, LT_REC, segv_err);
     /*
      * Each signal delivered while LWP was on saved its state in the frame
-     * and sigreturn restored it (the kernel's signal ABI, docs/linux.md)
+     * and sigreturn restored it (the kernel's signal ABI, docs/linux.md):
+     * the SIGIOs and the two SIGSEGVs
      */
     printf("expect-count: lwp_xsave 0x%" PRIxPTR " %d\n", (uintptr_t)cb,
-           nsig + nsegv);
+           nsig + 2);
     printf("expect-count: lwp_xrstor 0x%" PRIxPTR " %d\n", (uintptr_t)cb,
-           nsig + nsegv);
+           nsig + 2);
 
     /* LLWPCB 0 disables LWP */
     __llwpcb(NULL);
@@ -160,11 +221,26 @@ int main(void)
      * si_code for it), and the trace names the rule
      */
     wr32(cb, LWPCB_BUFFER_SIZE, LT_REC);
-    report(try_llwpcb(cb, &f) == SIGSEGV && f.code == SI_KERNEL,
+    i = try_llwpcb(cb, &f);
+    report(i == SIGSEGV && f.code == SI_KERNEL,
            "LLWPCB with a ring of one record: #GP, SIGSEGV SI_KERNEL (got "
            "%s, code %d)", signame(f.signo), f.code);
     printf("expect: lwp_llwpcb_gp cpu 0 LWPCB 0x%" PRIxPTR ": BufferSize is "
            "below 32 * LwpMinBufferSize records (Table 6-1, BufferSize)\n",
            (uintptr_t)cb);
+
+    /*
+     * XRSTOR of component 62 images that each fail one check of spec 7.4
+     * at CPL 3: LWP stays disabled, nothing faults, and the trace names
+     * the check
+     */
+    xrstor_off(cb, ring, LT_REC, "BufferSize is below 32 * "
+               "LwpMinBufferSize records (7.4 step 1)");
+    xrstor_off((void *)0x8000000000000000ull, ring, RING_SIZE, "at CPL 3, "
+               "the LWPCB is beyond the DS limit or not canonical (7.4 "
+               "Check)");
+    xrstor_off(cb, (void *)0x0000800000000000ull, RING_SIZE, "at CPL 3, "
+               "the ring buffer is beyond the DS limit or not canonical "
+               "(7.4 Check)");
     return report_summary("lwp-trace");
 }

@@ -7,14 +7,16 @@ Usage: trace-check.py QEMU_X86_64 CPU LWP_TRACE
 Runs LWP_TRACE under QEMU_X86_64 -cpu CPU -d trace:lwp_*,guest_errors and
 checks:
   - the lwp_llwpcb, lwp_threshold, lwp_flush, lwp_fault,
-    lwp_llwpcb_disable and lwp_llwpcb_gp lines of the log are exactly the
+    lwp_llwpcb_disable, lwp_llwpcb_gp and lwp_xrstor_off lines of the log
+    are exactly the
     program's "expect: " lines, in order (each built from the program's
     own view of its LWPCB, ring and signals);
   - each "expect-count: EVENT LWPCB N" line: N lines of EVENT name that
     LWPCB (lwp_xsave and lwp_xrstor: one per signal delivered while LWP
     was on, and one per sigreturn);
   - guest_errors: an "LLWPCB ... raises #GP: REASON" line for each
-    lwp_llwpcb_gp, with its reason.
+    lwp_llwpcb_gp, and an "XRSTOR of LWPCB ... disables LWP: REASON" line
+    for each lwp_xrstor_off, with its reason.
 Prints PASS:/FAIL: lines, the program's own among them, and a summary.
 
 SPDX-License-Identifier: GPL-2.0-or-later
@@ -29,7 +31,7 @@ import tempfile
 from tally import Tally
 
 ORDERED = ("lwp_llwpcb", "lwp_threshold", "lwp_flush", "lwp_fault",
-           "lwp_llwpcb_disable", "lwp_llwpcb_gp")
+           "lwp_llwpcb_disable", "lwp_llwpcb_gp", "lwp_xrstor_off")
 
 
 def main():
@@ -87,11 +89,15 @@ def main():
     report(not idle, f"no lwp_xsave or lwp_xrstor line with LWP disabled "
            f"(got {len(idle)}, the #GP's signal among them)")
 
-    # -d guest_errors: each LLWPCB that raised #GP, with the same reason
+    # -d guest_errors: each LLWPCB that raised #GP and each XRSTOR that
+    # left LWP disabled, with the same reason
     want = [re.sub(r"^lwp_llwpcb_gp cpu \d+ LWPCB (0x[0-9a-f]+): ",
                    r"LLWPCB \1 raises #GP: ", e)
             for e in expect if e.startswith("lwp_llwpcb_gp ")]
-    errors = [e for e in events if e.startswith("LLWPCB ")]
+    want += [re.sub(r"^lwp_xrstor_off cpu \d+ LWPCB (0x[0-9a-f]+): ",
+                    r"XRSTOR of LWPCB \1 disables LWP: ", e)
+             for e in expect if e.startswith("lwp_xrstor_off ")]
+    errors = [e for e in events if e.startswith(("LLWPCB ", "XRSTOR "))]
     report(want and errors == want, f"-d guest_errors: {want} (got {errors})")
 
     return tally.finish()

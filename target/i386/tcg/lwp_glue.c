@@ -20,7 +20,9 @@
 #include "helper-tcg.h"
 #include "lwp_helper.h"
 #include "trace.h"
-#ifndef CONFIG_USER_ONLY
+#ifdef CONFIG_USER_ONLY
+#include "user/page-protection.h"
+#else
 #include "qemu/main-loop.h"
 #include "hw/i386/apic.h"
 #endif
@@ -242,10 +244,32 @@ void lwp_threshold_interrupt(CPUX86State *env)
 }
 
 /*
- * Raise what the engine reported.  For a page fault, repeat the failed
- * access with faulting probes: that raises #PF with the right error code
- * (or SIGSEGV in user mode).  Should another CPU have mapped the page in
- * the meantime, the instruction is simply restarted.
+ * The #PF error code of an LWP access to @addr, which faults: LWP's
+ * accesses are user-mode data accesses (U), a write if @write (W), to a
+ * page that is present (P) or not; as x86_cpu_record_sigsegv gives it in
+ * user mode
+ */
+static uint32_t lwp_pf_error_code(CPUX86State *env, uint64_t addr,
+                                  bool write)
+{
+    uint32_t err = PG_ERROR_U_MASK | (write ? PG_ERROR_W_MASK : 0);
+#ifdef CONFIG_USER_ONLY
+    bool present = page_get_flags(addr) & PAGE_VALID;
+#else
+    MemTxAttrs attrs;
+    bool present = cpu_get_phys_page_attrs_debug(env_cpu(env), addr,
+                                                 &attrs) != -1;
+#endif
+
+    return err | (present ? PG_ERROR_P_MASK : 0);
+}
+
+/*
+ * Raise what the engine reported.  For a page fault, find the first page
+ * of the failed access that faults and repeat the access there with a
+ * faulting probe: that raises #PF with the right error code (or SIGSEGV
+ * in user mode).  Should another CPU have mapped the pages in the
+ * meantime, the instruction is simply restarted.
  */
 void lwp_finish(LwpGlue *g, LwpStatus st, const LwpResult *res)
 {
@@ -265,13 +289,28 @@ void lwp_finish(LwpGlue *g, LwpStatus st, const LwpResult *res)
         MMUAccessType type = res->fault_write ? MMU_DATA_STORE
                                               : MMU_DATA_LOAD;
 
-        trace_lwp_fault(env_cpu(env)->cpu_index, addr, len,
-                        res->fault_write);
         while (len) {
             uint32_t plen = MIN(len, -(addr | TARGET_PAGE_MASK));
-            probe_access(env, addr, plen, type, g->mmu_idx, g->ra);
+            void *host;
+
+            if (probe_access_flags(env, addr, plen, type, g->mmu_idx, true,
+                                   &host, g->ra) & TLB_INVALID_MASK) {
+                trace_lwp_fault(env_cpu(env)->cpu_index, res->fault_addr,
+                                res->fault_len, res->fault_write,
+                                lwp_pf_error_code(env, addr,
+                                                  res->fault_write),
+                                "raised");
+                probe_access(env, addr, plen, type, g->mmu_idx, g->ra);
+                break;
+            }
             addr += plen;
             len -= plen;
+        }
+        if (!len) {
+            trace_lwp_fault(env_cpu(env)->cpu_index, res->fault_addr,
+                            res->fault_len, res->fault_write, 0,
+                            "not raised: mapped since, the instruction "
+                            "restarts");
         }
         cpu_loop_exit_restore(env_cpu(env), g->ra);
     }

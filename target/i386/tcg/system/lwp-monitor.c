@@ -21,6 +21,8 @@ typedef struct LwpInfo {
     uint64_t cfg;       /* LWP_CFG */
     bool defer;         /* a deferred Instructions Retired record */
     target_ulong defer_ip;
+    int cpl;
+    bool halted;
 } LwpInfo;
 
 /* On the vCPU's thread, between two TBs */
@@ -35,6 +37,8 @@ static void lwp_info_on_cpu(CPUState *cs, run_on_cpu_data data)
     info->cfg = env->lwp_cfg;
     info->defer = env->lwp_defer;
     info->defer_ip = env->lwp_defer_ip;
+    info->cpl = env->hflags & HF_CPL_MASK;
+    info->halted = cs->halted;
 }
 
 /* Table 2-1 */
@@ -55,9 +59,17 @@ static void lwp_info_cpu(Monitor *mon, CPUState *cs)
     int id;
 
     run_on_cpu(cs, lwp_info_on_cpu, RUN_ON_CPU_HOST_PTR(&info));
-    monitor_printf(mon, "  LWP_CFG 0x%" PRIx64 ", LWP_CBADDR 0x%" PRIx64
-                   ": LWP %s\n", info.cfg, s->cb_addr,
-                   s->cb_addr ? "enabled" : "disabled");
+    monitor_printf(mon, "  CPL %d, %s\n", info.cpl,
+                   info.halted ? "halted" : "running");
+    /* bit 0 would enable EventId 0, which is no event (choice 2) */
+    monitor_printf(mon, "  LWP_CFG 0x%" PRIx64 " (bit 0 reads 0: EventId 0 "
+                   "is no event), LWP_CBADDR 0x%" PRIx64 ": LWP %s\n",
+                   info.cfg, s->cb_addr,
+                   !s->cb_addr ? "disabled" :
+                   info.cpl == 3 ? "enabled, counting (CPL 3)" :
+                   "enabled, not counting (it counts at CPL 3 only: this is "
+                   "the state the OS left loaded, for the thread it runs at "
+                   "CPL 3 next)");
     if (!s->cb_addr) {
         return;
     }
