@@ -19,8 +19,12 @@
  * the same order each pass, so LRU always evicts the line read next; DRAM
  * supplies each, latency 256.
  *
+ * lwp-perf-work threads N runs work_a, work_b and work_c in three new
+ * threads at once, for N, 3N and 2N iterations.
+ *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,9 +59,32 @@ __attribute__((noipa)) static void work_m(const unsigned char *buf)
                  : "eax", "cc", "memory");
 }
 
+static unsigned long iterations;
+
+static void *thread_a(void *arg) { work_a(iterations); return arg; }
+static void *thread_b(void *arg) { work_b(3 * iterations); return arg; }
+static void *thread_c(void *arg) { work_c(2 * iterations); return arg; }
+
 int main(int argc, char **argv)
 {
     unsigned long n;
+
+    if (argc > 2 && !strcmp(argv[1], "threads")) {
+        void *(*const fn[3])(void *) = { thread_a, thread_b, thread_c };
+        pthread_t t[3];
+        int i;
+
+        iterations = strtoul(argv[2], NULL, 10);
+        for (i = 0; i < 3; i++) {
+            if (pthread_create(&t[i], NULL, fn[i], NULL)) {
+                return 1;
+            }
+        }
+        for (i = 0; i < 3; i++) {
+            pthread_join(t[i], NULL);
+        }
+        return 0;
+    }
 
     if (argc > 1 && !strcmp(argv[1], "dme")) {
         unsigned char *buf = mmap(NULL, DME_PAGES * 4096UL, PROT_READ,

@@ -16,7 +16,7 @@ lwp_perf_boot() {
     echo "=== our kernel, -cpu max,+lwp -smp 2: Debian's perf record -e lwp/.../u"
     rm -rf "$r"
     if ! pdir=$("$src/fetch.sh" perf) || ! perf_tree "$r" "$busybox" "$pdir" ||
-       ! gcc -static -O2 -Wall -Werror -Wl,-Ttext-segment=0x10000000 \
+       ! gcc -static -O2 -Wall -Werror -pthread -Wl,-Ttext-segment=0x10000000 \
             -o "$r/bin/lwp-perf-work" "$src/lwp-perf-work.c" ||
        ! cp "$root/bin/lwp-linux" "$r/bin/lwp-linux"; then
         ko "perf: the guest builds (Debian's perf from tests/linux/fetch.sh perf, lwp-perf-work)"
@@ -97,6 +97,7 @@ lwp_perf_checks() {
         fi
     done
     lwp_perf_dme "$exe"
+    lwp_perf_threads
     sed -n 's/^@@r[0-9]* error /    /p' <<<"$ev" | head -n 10
     n=$(grep -c '^@@r4 out PASS:' <<<"$ev")
     check "$(result test "$n" -gt 0 -a -z "$(grep '^@@r4 out FAIL:' <<<"$ev")")" \
@@ -133,4 +134,19 @@ lwp_perf_dme() {
     done <<<"$lines"
     check "$(result test -n "$buf" -a -n "$mov" -a \( "$n" = 129 -o "$n" = 130 \) -a "$bad" = 0)" \
         "perf: run 5, lwp/dme/u -c 1009: work_m has 129 or 130 samples (got $n), each at its MOVZBL ($mov) with WEIGHT 256 (DRAM) and as ADDR a page of the mapping at ${buf:-none}, 1009 pages after the one before ($bad are not)"
+}
+
+# Run 6, lwp-perf-work threads 300000: work_a, work_b and work_c, each in
+# its own thread, retire 2 x 300000, 900000 and 600000 iterations + 1
+# instructions, so each should get that number / 10007 samples, rounded
+# down or up (59 or 60, 179 or 180, 119 or 120), all in its own thread.
+# Not a check yet: in about one run in three, one thread lost 25 to 50%
+# of its samples (docs/linux.md, "perf"); printed for the record
+lwp_perf_threads() {
+    local f got all=''
+    for f in work_a work_b work_c; do
+        got=$(grep -c "^@@r6 s .* $f\$" <<<"$ev")
+        all+="$f=$got ($(sed -n "s/^@@r6 s *\([0-9]*\) .* $f\$/\1/p" <<<"$ev" | sort -u | wc -l) TID) "
+    done
+    echo "    perf: run 6, three threads, not checked (want 59-60, 179-180, 119-120): $all"
 }
