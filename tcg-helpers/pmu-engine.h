@@ -71,6 +71,14 @@ void pmu_cpuid_0a(const PmuProfile *p, uint32_t *eax, uint32_t *ebx,
                   uint32_t *ecx, uint32_t *edx);
 
 /*
+ * The geometry and latencies of the part's data caches, for the cache
+ * model (lwp-engine.h, lwp_cache_*) behind the cache events: what a
+ * CPU with this profile uses where its properties leave a field 0
+ */
+struct LwpCacheConfig;
+void pmu_cache_config(const PmuProfile *p, struct LwpCacheConfig *cfg);
+
+/*
  * IA32_MISC_ENABLE: the bits the profile sets at reset, all read-only
  * (Vol. 4: bit 7 "performance monitoring available", bits 11 and 12 "BTS
  * and PEBS unavailable", until the profile has them)

@@ -6,6 +6,7 @@
 extern "C" {
 #include "pmu-engine.h"
 }
+#include "lwp-engine.hh"
 
 namespace
 {
@@ -38,6 +39,8 @@ struct PmuProfile {
     // FREEZE_LBRS_ON_PMI, FREEZE_PERFMON_ON_PMI, ENABLE_UNCORE_PMI; not
     // FREEZE_WHILE_SMM, which needs PERF_CAPABILITIES[12])
     uint64_t debugctl_valid;
+    // The data caches (pmu_cache_config)
+    LwpCacheConfig cache;
 };
 
 namespace
@@ -56,10 +59,18 @@ namespace
 // the mispredict flag), PEBS trap and saved architectural registers,
 // PEBS record format 1; no full-width counter writes (bit 13 clear), so
 // IA32_A_PMCx do not exist.
+// The data caches of one core of that part, as its CPUID leaf 4 reports
+// them: L1D 32 KiB 8-way, L2 256 KiB 8-way, L3 8 MiB 16-way, all with
+// 64-byte lines; load-to-use latencies of 4, 10 and 40 cycles (Intel's
+// optimization manual gives 4, 10 and 35-40+ for Nehalem; 18.17.1.2 of
+// the SDM: the minimum load latency is 4) and 200 for DRAM (no primary
+// source: about 75 ns at the part's 2.66 GHz).
 constexpr PmuProfile kNehalem = {
     "Nehalem", 3, 4, 48, 3, 48, 7, 0, 0x1c3,
     (uint64_t{1} << 61) | (uint64_t{1} << 62) | (uint64_t{1} << 63),
     0x3fc3,
+    {3, 200, {{32u << 10, 8, 64, 4}, {256u << 10, 8, 64, 10},
+              {8u << 20, 16, 64, 40}}},
 };
 
 // IA32_PERFEVTSELx: bits 31:0 are defined in version 3 (event select,
@@ -254,6 +265,11 @@ const PmuProfile *pmu_profile_find(bool intel, uint32_t family,
 const char *pmu_profile_name(const PmuProfile *p)
 {
     return p->name;
+}
+
+void pmu_cache_config(const PmuProfile *p, LwpCacheConfig *cfg)
+{
+    *cfg = p->cache;
 }
 
 unsigned pmu_num_gp(const PmuProfile *p)

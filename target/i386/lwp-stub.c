@@ -203,6 +203,11 @@ uint64_t pmu_misc_enable_bits(const PmuProfile *p)
     g_assert_not_reached();
 }
 
+void pmu_cache_config(const PmuProfile *p, struct LwpCacheConfig *cfg)
+{
+    g_assert_not_reached();
+}
+
 void pmu_reset(const PmuProfile *p, const PmuRegs *r)
 {
     g_assert_not_reached();

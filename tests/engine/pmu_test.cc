@@ -13,6 +13,7 @@
 extern "C" {
 #include "pmu-engine.h"
 }
+#include "lwp-engine.hh"
 
 namespace
 {
@@ -63,6 +64,32 @@ TEST(PmuCpuid, NehalemLeaf0A)
     EXPECT_EQ(edx, 0x603u);
     EXPECT_EQ(pmu_num_gp(nehalem()), 4u);
     EXPECT_EQ(pmu_num_fixed(nehalem()), 3u);
+}
+
+// The data caches of a Core i5 750 as its CPUID leaf 4 describes them
+// (L1D 32 KiB 8-way, L2 256 KiB 8-way, L3 8 MiB 16-way, 64-byte lines),
+// with the latencies that docs/pmu.md cites: a geometry the cache model
+// accepts
+TEST(PmuCache, NehalemCaches)
+{
+    LwpCacheConfig c;
+
+    pmu_cache_config(nehalem(), &c);
+    EXPECT_EQ(c.levels, 3u);
+    EXPECT_EQ(c.level[0].size, 32u * 1024);
+    EXPECT_EQ(c.level[0].ways, 8u);
+    EXPECT_EQ(c.level[0].line_size, 64u);
+    EXPECT_EQ(c.level[0].latency, 4u);
+    EXPECT_EQ(c.level[1].size, 256u * 1024);
+    EXPECT_EQ(c.level[1].ways, 8u);
+    EXPECT_EQ(c.level[1].line_size, 64u);
+    EXPECT_EQ(c.level[1].latency, 10u);
+    EXPECT_EQ(c.level[2].size, 8u * 1024 * 1024);
+    EXPECT_EQ(c.level[2].ways, 16u);
+    EXPECT_EQ(c.level[2].line_size, 64u);
+    EXPECT_EQ(c.level[2].latency, 40u);
+    EXPECT_EQ(c.dram_latency, 200u);
+    EXPECT_TRUE(lwp_cache_config_valid(&c));
 }
 
 TEST(PmuMisc, MiscEnableBits)

@@ -357,19 +357,19 @@ perf_plugin() {
         [ -n "${lo:-}" ] && [ $((va)) -ge $((lo)) ] || lo=$((va))
         [ -n "${hi:-}" ] && [ $((va + ms)) -le $((hi)) ] || hi=$((va + ms))
     done < <(readelf -lW "$exe")
-    # run 8 of init-perf is perf record's
-    plugin_args=(-plugin "$so,lo=$lo,hi=$hi,entry=$entry,period=10007,ips=8,window=32"
+    # run 10 of init-perf is perf record's; 8 and 9 count cache events
+    plugin_args=(-plugin "$so,lo=$lo,hi=$hi,entry=$entry,period=10007,ips=10,window=32,loads=8:9"
                  -d plugin -D "$plugin_log")
 }
 # perf_plugin_check: each perf stat run of the smp1 boot that is exact
 # (not run 5, multiplexed) counts what the plugin counted of the same
-# run, and perf record's samples (run 8) are each on the instruction
+# run, and perf record's samples (run 10) are each on the instruction
 # after every 10007th of the plugin's stream of that run, or at most 31
 # instructions after it: Linux programs a Nehalem counter with at least
 # 32 events left (nhm_limit_period), so a period that a context switch
 # leaves with fewer ends late, and the next one makes up for it
 perf_plugin_check() {
-    local run pi pb pl ps want got k exact late bad
+    local run pi pb pl ps want got k exact late bad c1 c2 c3 c4
     [ "${#plugin_args[@]}" -gt 0 ] || return 0
     for run in 1 2 3 4 6 7; do
         read -r pi pb pl ps < <(awk -v r="$run" '$1 == "run" && $2 == r { print $4, $6, $8, $10 }' "$plugin_log" 2>/dev/null || true)
@@ -379,6 +379,17 @@ perf_plugin_check() {
         [ "$run" -le 4 ] || continue
         check "$(result test "$(perf_count "$run" r010b:u) $(perf_count "$run" r020b:u)" = "${pl:-x} ${ps:-x}")" "perf stat run $run: r010b:u and r020b:u (MEM_INST_RETIRED.LOADS, .STORES) are the TCG plugin's instructions that read and wrote memory in the same run (perf $(perf_count "$run" r010b:u) $(perf_count "$run" r020b:u), plugin ${pl:-nothing} ${ps:-nothing})"
     done
+    # the cache events of runs 8 and 9 against the reads the plugin saw,
+    # through the cache model written from docs/cache-model.md
+    read -r c1 c2 c3 c4 < <(python3 "$src/cache-oracle.py" "$plugin_log" 2>/dev/null |
+        awk '$2 == 8 { print $4, $6, $8, $10 }' || true)
+    got="$(perf_count 8 r01cb:u) $(perf_count 8 r02cb:u) $(perf_count 8 r04cb:u) $(perf_count 8 r10cb:u)"
+    check "$(result test "$got" = "${c1:-x} ${c2:-x} ${c3:-x} ${c4:-x}" -a "${c1:-0}" -gt 0 -a "${c3:-0}" -gt 0)" "perf stat run 8: r01cb:u, r02cb:u, r04cb:u, r10cb:u (MEM_LOAD_RETIRED L1D_HIT, L2_HIT, L3_UNSHARED_HIT, L3_MISS) are the plugin's reads of the same run through the reference cache model (perf $got, model ${c1:-nothing} ${c2:-} ${c3:-} ${c4:-})"
+    read -r c1 c2 c3 c4 < <(python3 "$src/cache-oracle.py" "$plugin_log" 2>/dev/null |
+        awk '$2 == 9 { print $4, $6, $8, $10 }' || true)
+    pl=$(awk '$1 == "run" && $2 == 9 { print $8 }' "$plugin_log" 2>/dev/null || true)
+    got="$(perf_count 9 cache-references:u) $(perf_count 9 cache-misses:u) $(perf_count 9 r010b:u)"
+    check "$(result test "$got" = "$((${c3:-0} + ${c4:-0})) ${c4:-x} ${pl:-x}" -a "${c3:-0}" -gt 0)" "perf stat run 9: cache-references:u and cache-misses:u (LLC References and Misses, after run 8 filled the model) are the plugin's reads of the same run that reached L3 and DRAM in the reference cache model, r010b:u its loading instructions (perf $got, model and plugin $((${c3:-0} + ${c4:-0})) ${c4:-nothing} ${pl:-nothing})"
     mapfile -t want < <(sed -n 's/^ip //p' "$plugin_log" 2>/dev/null || true)
     mapfile -t got < <(sed -n 's/^@@ip //p' <<<"$ev")
     exact=0 late=0 bad=

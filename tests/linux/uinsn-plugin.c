@@ -33,11 +33,18 @@
  *             the first is where a PMI taken exactly after instruction
  *             k * P (a counter of user instructions with period P)
  *             interrupts
+ * and, with loads=R1:R2, for each instruction of runs R1 to R2 that
+ * reads memory, in the order they execute (for tests/linux/cache-oracle.py):
+ *   i R A     the run and address of the instruction, then
+ *   l V S     each of its reads, of S bytes at virtual address V, and
+ *   drop      when it runs again (it did not retire: it faulted after
+ *             reading, or is a REP string instruction that continues)
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #include <glib.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -46,6 +53,9 @@
 QEMU_PLUGIN_EXPORT int qemu_plugin_version = QEMU_PLUGIN_VERSION;
 
 static uint64_t lo, hi, entry, period, ips_run, window = 1;
+static uint64_t loads_from, loads_to;
+/* the instruction at last has printed "i" (loads=) */
+static bool last_printed;
 static bool line_open;
 static uint64_t run, insns, branches, loads, stores;
 static uint64_t last = UINT64_MAX;
@@ -116,11 +126,16 @@ static void insn_exec(unsigned int cpu_index, void *udata)
         run_end();
         run++;
     }
+    if (run && pc == last && last_printed) {
+        g_string_append(out, "drop\n");
+        last_printed = false;
+    }
     if (!run || pc == last) {
         return;
     }
     mem_retire();
     last = pc;
+    last_printed = false;
     insns++;
     branches += v & 1;
     if (run == ips_run && period && insns > period &&
@@ -138,8 +153,19 @@ static void insn_exec(unsigned int cpu_index, void *udata)
 static void mem_access(unsigned int cpu_index, qemu_plugin_meminfo_t info,
                        uint64_t vaddr, void *udata)
 {
+    bool store = qemu_plugin_mem_is_store(info);
+
     if (run) {
-        last_mem |= qemu_plugin_mem_is_store(info) ? 2 : 1;
+        last_mem |= store ? 2 : 1;
+    }
+    if (!store && run >= loads_from && run <= loads_to && loads_to) {
+        if (!last_printed) {
+            g_string_append_printf(out, "i %" PRIu64 " %" PRIx64 "\n", run,
+                                   last);
+            last_printed = true;
+        }
+        g_string_append_printf(out, "l %" PRIx64 " %u\n", vaddr,
+                               1u << qemu_plugin_mem_size_shift(info));
     }
 }
 
@@ -197,6 +223,11 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id,
             arg = &ips_run;
         } else if (!g_strcmp0(kv[0], "window")) {
             arg = &window;
+        } else if (!g_strcmp0(kv[0], "loads") && kv[1] &&
+                   sscanf(kv[1], "%" SCNu64 ":%" SCNu64, &loads_from,
+                          &loads_to) == 2) {
+            g_strfreev(kv);
+            continue;
         }
         if (arg && kv[1]) {
             *arg = g_ascii_strtoull(kv[1], NULL, 0);

@@ -1298,6 +1298,241 @@ static void test_irq_at_breakpoint(void)
            bp_irq_rf[1]);
 }
 
+/*
+ * The cache events (choice 68): MEM_LOAD_RETIRED (CBH) by the level that
+ * supplied each load, LLC References and Misses (2EH 4FH, 41H), from
+ * the cache model of docs/cache-model.md with the Nehalem profile's
+ * caches (L1D 32 KiB 8-way, L2 256 KiB 8-way, L3 8 MiB 16-way, 64-byte
+ * lines).  The expected counts follow from its LRU rules by hand.
+ * cache_walk empties the model (WBINVD), then makes @passes passes over
+ * the first @lines lines of cache_buf, one 8-byte load per line:
+ *   64 lines (4 KiB): pass 1 misses every level (DRAM), pass 2 hits L1;
+ *   1024 lines (64 KiB): each of L1's 64 sets takes 16 lines in turn,
+ *     so pass 2 misses L1 (8 ways, LRU) and hits L2 (2 lines a set);
+ *   8192 lines (512 KiB): 16 lines a set of L2's 512, so pass 2 misses
+ *     L2 and hits L3 (1 line a set of its 8192).
+ * Counted at CPL 0 after the enabling WRMSR: a pass is MOV, MOV, @lines
+ * times MOV, ADD, DEC, JNZ, then DEC, JNZ; then the 4 disabling
+ * instructions.
+ */
+static u8 cache_buf[512 << 10] __attribute__((aligned(4096)));
+
+static void cache_walk(u64 enable, u64 lines, u64 passes)
+{
+    asm volatile("wbinvd\n\t"
+                 "mov $0x38f, %%ecx\n\t"
+                 "mov %[lo], %%eax\n\t"
+                 "xor %%edx, %%edx\n\t"
+                 "wrmsr\n\t"
+                 "2: mov %[buf], %%rsi\n\t"
+                 "mov %[lines], %%rbx\n\t"
+                 "1: mov (%%rsi), %%rax\n\t"
+                 "add $64, %%rsi\n\t"
+                 "dec %%rbx\n\t"
+                 "jnz 1b\n\t"
+                 "dec %[passes]\n\t"
+                 "jnz 2b\n\t"
+                 ASM_DISABLE_ALL
+                 : [passes] "+r"(passes)
+                 : [lo] "r"((u32)enable), [buf] "r"(cache_buf),
+                   [lines] "r"(lines)
+                 : "rax", "rbx", "rcx", "rdx", "rsi", "memory");
+}
+
+/*
+ * For the PMI: after WBINVD, two passes over 64 lines, each iteration a
+ * load of the line and a CALL of a RET (a load of the stack, the last
+ * instruction of its block).  Pass 1: each line misses to DRAM, the
+ * first RET too, the 63 others hit L1; pass 2: every load hits L1.
+ */
+asm(".globl cache_ret\ncache_ret: ret\n");
+
+static void cache_calls(u64 enable)
+{
+    asm volatile("wbinvd\n\t"
+                 "mov $0x38f, %%ecx\n\t"
+                 "mov %[lo], %%eax\n\t"
+                 "xor %%edx, %%edx\n\t"
+                 "wrmsr\n\t"
+                 "mov $2, %%rdi\n\t"
+                 "2: mov %[buf], %%rsi\n\t"
+                 "mov $64, %%rbx\n\t"
+                 "1: mov (%%rsi), %%rax\n\t"
+                 ".globl cache_c1\ncache_c1: call cache_ret\n\t"
+                 ".globl cache_c2\ncache_c2: add $64, %%rsi\n\t"
+                 "dec %%rbx\n\t"
+                 "jnz 1b\n\t"
+                 "dec %%rdi\n\t"
+                 "jnz 2b\n\t"
+                 ASM_DISABLE_ALL
+                 : : [lo] "r"((u32)enable), [buf] "r"(cache_buf)
+                 : "rax", "rbx", "rcx", "rdx", "rsi", "rdi", "memory");
+}
+
+static volatile unsigned long cache_pmi_rsi;
+
+static void cache_pmi(struct ex_regs *regs)
+{
+    cache_pmi_rsi = regs->rsi;
+    pmi_handler(regs);
+}
+
+/*
+ * At CPL3, after WBINVD: two loads of the first line of cache_buf (DRAM,
+ * then L1) with, between them, nothing (base), a far JMP through that
+ * line to the null selector, which loads the far pointer (an L1 hit)
+ * and raises #GP (fault), or a third load (load).  The loads of an
+ * instruction that does not retire count nothing.
+ */
+static void user_cache_base(void *arg)
+{
+    (void)arg;
+    asm volatile("mov (%%rsi), %%rax\n\t"
+                 ASM_TRY("1f")
+                 "1: mov (%%rsi), %%rax\n\t"
+                 : : "S"(cache_buf) : "rax", "rcx", "memory");
+}
+
+static void user_cache_fault(void *arg)
+{
+    (void)arg;
+    asm volatile("mov (%%rsi), %%rax\n\t"
+                 ASM_TRY("1f")
+                 "ljmp *(%%rsi)\n\t"
+                 "1: mov (%%rsi), %%rax\n\t"
+                 : : "S"(cache_buf) : "rax", "rcx", "memory");
+}
+
+static void user_cache_load(void *arg)
+{
+    (void)arg;
+    asm volatile("mov (%%rsi), %%rax\n\t"
+                 ASM_TRY("1f")
+                 "mov (%%rsi), %%rcx\n\t"
+                 "1: mov (%%rsi), %%rax\n\t"
+                 : : "S"(cache_buf) : "rax", "rcx", "memory");
+}
+
+/* L1D_HIT, L3_MISS and MEM_INST_RETIRED.LOADS, USR, over @fn at CPL3 */
+static void user_cache_counts(void (*fn)(void *), u64 v[4])
+{
+    static const u64 sel[4] = { 0x4101cb, 0x4110cb, 0x41010b, 0 };
+
+    evtsel_write(sel);
+    pmu_zero();
+    memset(cache_buf, 0, 64);
+    asm volatile("wbinvd" : : : "memory");
+    wrmsr(MSR_IA32_PERF_GLOBAL_CTRL, 7);
+    run_in_user(fn, NULL);
+    wrmsr(MSR_IA32_PERF_GLOBAL_CTRL, 0);
+    pmc_read(v);
+}
+
+static void test_cache_events(void)
+{
+    extern char cache_c1[], cache_c2[];
+    static const u64 by_level[4] = { 0x4201cb, 0x4202cb, 0x4204cb, 0x4210cb };
+    static const u64 llc[4] = { 0x424f2e, 0x42412e, 0x42010b, 0x4200c0 };
+    static const u64 none[4];
+    const struct {
+        u64 lines;
+        u64 expect[4];
+        const char *what;
+    } walks[] = {
+        { 64, { 64, 0, 0, 64 }, "4 KiB: DRAM, then L1" },
+        { 1024, { 0, 1024, 0, 1024 }, "64 KiB: DRAM, then L2" },
+        { 8192, { 0, 0, 8192, 8192 }, "512 KiB: DRAM, then L3" },
+    };
+    const u64 b = (u64)cache_buf;
+    const struct {
+        u64 sel, k;
+        const char *rip;
+        u64 rsi;
+        const char *what;
+    } pmis[] = {
+        { 0x5201cb, 5, cache_c2, b + 5 * 64,
+          "5th L1D_HIT, the RET of pass 1's 6th iteration (block end)" },
+        { 0x5201cb, 64, cache_c1, b,
+          "64th L1D_HIT, pass 2's first load (mid-block)" },
+        { 0x5201cb, 65, cache_c2, b, "65th L1D_HIT, pass 2's first RET" },
+        { 0x5210cb, 3, cache_c1, b + 64,
+          "3rd L3_MISS, the second line (mid-block)" },
+    };
+    unsigned i;
+    u64 v[4], base[4], fault[4], load[4];
+
+    for (i = 0; i < ARRAY_SIZE(walks); i++) {
+        evtsel_write(by_level);
+        pmu_zero();
+        cache_walk(0xf, walks[i].lines, 2);
+        pmc_read(v);
+        report(v[0] == walks[i].expect[0] && v[1] == walks[i].expect[1] &&
+               v[2] == walks[i].expect[2] && v[3] == walks[i].expect[3],
+               "MEM_LOAD_RETIRED L1D_HIT, L2_HIT, L3_UNSHARED_HIT, L3_MISS "
+               "over %s - expect %lu, %lu, %lu, %lu (got %lu, %lu, %lu, %lu)",
+               walks[i].what, (unsigned long)walks[i].expect[0],
+               (unsigned long)walks[i].expect[1],
+               (unsigned long)walks[i].expect[2],
+               (unsigned long)walks[i].expect[3], (unsigned long)v[0],
+               (unsigned long)v[1], (unsigned long)v[2], (unsigned long)v[3]);
+    }
+
+    evtsel_write(llc);
+    pmu_zero();
+    cache_walk(0xf, 8192, 2);
+    pmc_read(v);
+    report(v[0] == 16384 && v[1] == 8192 && v[2] == 16384 &&
+           v[3] == 2 * (4 + 4 * 8192) + 4,
+           "LLC References, LLC Misses, MEM_INST_RETIRED.LOADS, INST_RETIRED "
+           "over 512 KiB twice - expect 16384, 8192, 16384, %lu (got %lu, "
+           "%lu, %lu, %lu)", (unsigned long)(2 * (4 + 4 * 8192) + 4),
+           (unsigned long)v[0], (unsigned long)v[1], (unsigned long)v[2],
+           (unsigned long)v[3]);
+
+    user_cache_counts(user_cache_base, base);
+    user_cache_counts(user_cache_fault, fault);
+    user_cache_counts(user_cache_load, load);
+    report(base[0] > 0 && base[1] > 0 && fault[0] == base[0] &&
+           fault[1] == base[1] && fault[2] == base[2] &&
+           load[0] == base[0] + 1 && load[1] == base[1] &&
+           load[2] == base[2] + 1,
+           "CPL3: a far JMP that loads its pointer and faults counts no load "
+           "- expect L1D_HIT, L3_MISS, LOADS as without it, %lu, %lu, %lu "
+           "(got %lu, %lu, %lu); one more load: %lu, %lu, %lu (got %lu, "
+           "%lu, %lu)", (unsigned long)base[0], (unsigned long)base[1],
+           (unsigned long)base[2], (unsigned long)fault[0],
+           (unsigned long)fault[1], (unsigned long)fault[2],
+           (unsigned long)(base[0] + 1), (unsigned long)base[1],
+           (unsigned long)(base[2] + 1), (unsigned long)load[0],
+           (unsigned long)load[1], (unsigned long)load[2]);
+
+    /* the PMI exactly after the instruction whose load overflowed */
+    enable_apic();
+    handle_irq(PMI_VECTOR, cache_pmi);
+    for (i = 0; i < ARRAY_SIZE(pmis); i++) {
+        evtsel_write(none);
+        wrmsr(MSR_IA32_PERFEVTSEL0, pmis[i].sel);
+        wrmsr(MSR_IA32_PMC0, -pmis[i].k);
+        wrmsr(MSR_IA32_PERF_GLOBAL_OVF_CTRL, 0xf);
+        apic_write(APIC_LVTPC, PMI_VECTOR);
+        pmi_count = 0;
+        pmi_rip = 0;
+        cache_pmi_rsi = 0;
+        asm volatile("sti");
+        cache_calls(1);
+        asm volatile("cli");
+        report(pmi_count == 1 && pmi_rip == (unsigned long)pmis[i].rip &&
+               cache_pmi_rsi == pmis[i].rsi,
+               "PMI on the %s - expect RIP %lx, RSI %lx (got %u, RIP %lx, "
+               "RSI %lx)", pmis[i].what, (unsigned long)pmis[i].rip,
+               (unsigned long)pmis[i].rsi, pmi_count, pmi_rip,
+               cache_pmi_rsi);
+    }
+    wrmsr(MSR_IA32_PERFEVTSEL0, 0);
+    apic_write(APIC_LVTPC, PMI_VECTOR | APIC_LVT_MASKED);
+    handle_irq(PMI_VECTOR, NULL);
+}
+
 int pmu_main(bool pmu)
 {
     report_prefix_push(pmu ? "pmu" : "nopmu");
@@ -1316,6 +1551,7 @@ int pmu_main(bool pmu)
         test_pmi_cpl_change();
         test_mispredicts();
         test_loads_stores();
+        test_cache_events();
     } else {
         test_no_pmu();
     }

@@ -129,6 +129,7 @@ void pmu_x86_unretire(CPUX86State *env, const TranslationBlock *tb,
 {
     uint64_t prof = x86_tb_prof(tb);
 
+    pmu_x86_drop_loads(env);
     if (prof & X86_PROF_PMU) {
         pmu_recount(env, prof, tb->icount - lwp_unwind_index(word),
                     extract64(word, PMU_UNWIND_BRANCH_SHIFT, 5),
@@ -336,5 +337,77 @@ void helper_pmu_bpred(CPUX86State *env, uint32_t kind, target_ulong ip,
         /* the TB counted its events at its start: the branch is its last */
         pmu_sync(env);
         pmu_pmi(env);
+    }
+}
+
+/*
+ * The cache events (X86_PROF_PMU_CACHE; translate-pmu.c.inc): a load of
+ * @size bytes at the linear address @addr, made by the current
+ * instruction at the current CPL, completed.  The cache model takes it,
+ * and each general-purpose counter that counts loads of the level that
+ * supplied it (env->pmu_cache_levels) counts it once the instruction
+ * retires (helper_pmu_cache_commit).  A line-crossing load is one load,
+ * of the level that supplied its lowest line that missed L1
+ * (lwp_cache_load).
+ */
+void pmu_x86_load(CPUX86State *env, target_ulong addr, uint32_t size)
+{
+    X86CPU *cpu = env_archcpu(env);
+    const uint8_t *levels =
+        env->pmu_cache_levels[(env->hflags & HF_CPL_MASK) != 0];
+    LwpCacheResult r;
+    unsigned bit, i;
+
+    if (!cpu->lwp_cache) {
+        return;
+    }
+    r = lwp_cache_load(cpu->lwp_cache, addr, size);
+    bit = 1u << r.level;
+    for (i = 0; i < PMU_MAX_GP; i++) {
+        if (levels[i] & bit) {
+            env->pmu_cache_pend[i]++;
+            env->pmu_cache_due = 1;
+        }
+    }
+}
+
+void helper_pmu_load(CPUX86State *env, target_ulong addr, uint32_t size)
+{
+    pmu_x86_load(env, addr, size);
+}
+
+/*
+ * The instruction whose loads the cache model took retired: the counters
+ * count them.  When a counter whose controls ask for a PMI overflows,
+ * the PMI follows the instruction: at the start of the next instruction
+ * of its TB (@mid), the registers take what the TB's start counted, and
+ * the TB exits before that instruction, giving back its counts and those
+ * after it (x86_restore_state_to_opc), so that the interrupt is taken
+ * there; at the TB's exit, at the next TB's start.
+ */
+void helper_pmu_cache_commit(CPUX86State *env, uint32_t mid)
+{
+    const PmuProfile *p = env_archcpu(env)->pmu_profile;
+    PmuRegs regs = x86_pmu_regs(env);
+    bool pmi = false;
+    unsigned i;
+
+    for (i = 0; i < PMU_MAX_GP; i++) {
+        uint32_t n = env->pmu_cache_pend[i];
+
+        if (n) {
+            env->pmu_cache_pend[i] = 0;
+            if (pmu_add(p, &regs, false, i, n)) {
+                pmi |= pmu_count_gp(p, &regs, i).pmi;
+            }
+        }
+    }
+    env->pmu_cache_due = 0;
+    if (pmi) {
+        pmu_sync(env);
+        pmu_pmi(env);
+        if (mid) {
+            cpu_loop_exit_restore(env_cpu(env), GETPC());
+        }
     }
 }
