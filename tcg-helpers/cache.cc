@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <new>
 #include <utility>
 
@@ -159,6 +160,120 @@ void ListLevel::invalidate(uint64_t addr)
         set[k] = set[k + 1];
     }
     set[ways_ - 1] = kEmpty;
+}
+
+// The contents for migration: the lists of "LRU" as they are kept
+void ListLevel::save(uint64_t *words) const
+{
+    std::memcpy(words, lines_, state_words() * sizeof(uint64_t));
+}
+
+// Whether @words holds the list of a set: @n entries, lines of set @set
+// (whose index bits are @set_mask) that fit in an address after a left
+// shift by @shift, none twice, then kEmpty
+static bool valid_list(const uint64_t *words, uint32_t n, uint64_t set,
+                       uint64_t set_mask, uint32_t shift)
+{
+    uint32_t used = 0;
+    while (used < n && words[used] != ~uint64_t{0}) {
+        uint64_t line = words[used];
+        if ((line & set_mask) != set || (line << shift) >> shift != line) {
+            return false;
+        }
+        for (uint32_t k = 0; k < used; k++) {
+            if (words[k] == line) {
+                return false;
+            }
+        }
+        used++;
+    }
+    for (uint32_t k = used; k < n; k++) {
+        if (words[k] != ~uint64_t{0}) {
+            return false;
+        }
+    }
+    return true;
+}
+
+bool ListLevel::restore(const uint64_t *words)
+{
+    for (uint64_t set = 0; set <= set_mask_; set++) {
+        if (!valid_list(words + set * ways_, ways_, set, set_mask_,
+                        line_shift_)) {
+            clear();
+            return false;
+        }
+    }
+    std::memcpy(lines_, words, state_words() * sizeof(uint64_t));
+    return true;
+}
+
+bool ListLevel::empty() const
+{
+    for (uint64_t set = 0; set <= set_mask_; set++) {
+        if (lines_[set * ways_] != kEmpty) {
+            return false;
+        }
+    }
+    return true;
+}
+
+// The lines of each set by decreasing stamp, as line numbers
+void CacheLevel::save(uint64_t *words) const
+{
+    for (uint64_t set = 0; set <= set_mask_; set++) {
+        uint64_t base = set * stride_;
+        uint64_t used[kMaxWays]; // stamp << 32 | way
+        uint32_t n = 0;
+        for (uint32_t w = 0; w < ways_; w++) {
+            if (stamps_[base + w]) {
+                used[n++] = uint64_t{stamps_[base + w]} << 32 | w;
+            }
+        }
+        std::sort(used, used + n, std::greater<uint64_t>());
+        for (uint32_t i = 0; i < ways_; i++) {
+            uint64_t *out = words + set * ways_ + i;
+            if (i < n) {
+                uint64_t way = base + static_cast<uint32_t>(used[i]);
+                uint64_t tag = uint64_t{hi_[way]} << kTagBits | tags_[way];
+                *out = tag << set_bits_ | set;
+            } else {
+                *out = ~uint64_t{0};
+            }
+        }
+    }
+}
+
+// Each set filled from its least recently used line to its most
+bool CacheLevel::restore(const uint64_t *words)
+{
+    clear();
+    for (uint64_t set = 0; set <= set_mask_; set++) {
+        const uint64_t *list = words + set * ways_;
+        uint32_t n = 0;
+        if (!valid_list(list, ways_, set, set_mask_, line_shift_)) {
+            clear();
+            return false;
+        }
+        while (n < ways_ && list[n] != ~uint64_t{0}) {
+            n++;
+        }
+        while (n > 0) {
+            fill(list[--n] << line_shift_);
+        }
+    }
+    return true;
+}
+
+bool CacheLevel::empty() const
+{
+    uint64_t n = (set_mask_ + 1) * stride_;
+    for (uint64_t i = 0; i < n; i++) {
+        if (stamps_[i]) {
+            return false;
+        }
+    }
+    return true;
 }
 
 CacheLevel::~CacheLevel()
@@ -487,6 +602,49 @@ void CacheModel::flush_line(uint64_t addr)
     }
 }
 
+uint64_t CacheModel::state_words() const
+{
+    uint64_t n = l1_.state_words();
+    for (unsigned i = 1; i < levels_; i++) {
+        n += lower_[i - 1].state_words();
+    }
+    return n;
+}
+
+void CacheModel::save(uint64_t *words) const
+{
+    l1_.save(words);
+    words += l1_.state_words();
+    for (unsigned i = 1; i < levels_; i++) {
+        lower_[i - 1].save(words);
+        words += lower_[i - 1].state_words();
+    }
+}
+
+bool CacheModel::restore(const uint64_t *words)
+{
+    bool ok = l1_.restore(words);
+    words += l1_.state_words();
+    for (unsigned i = 1; ok && i < levels_; i++) {
+        ok = lower(i).restore(words);
+        words += lower(i).state_words();
+    }
+    if (!ok) {
+        flush();
+    }
+    return ok;
+}
+
+bool CacheModel::empty() const
+{
+    for (unsigned i = 1; i < levels_; i++) {
+        if (!lower_[i - 1].empty()) {
+            return false;
+        }
+    }
+    return l1_.empty();
+}
+
 } // namespace lwp
 
 extern "C" {
@@ -548,6 +706,26 @@ void lwp_cache_flush_line(LwpCache *c, uint64_t addr)
 uint64_t *lwp_cache_l1_lines(LwpCache *c)
 {
     return c->model.l1_lines();
+}
+
+size_t lwp_cache_state_words(const LwpCache *c)
+{
+    return c->model.state_words();
+}
+
+void lwp_cache_save(const LwpCache *c, uint64_t *words)
+{
+    c->model.save(words);
+}
+
+bool lwp_cache_restore(LwpCache *c, const uint64_t *words)
+{
+    return c->model.restore(words);
+}
+
+bool lwp_cache_empty(const LwpCache *c)
+{
+    return c->model.empty();
 }
 
 // Figure 2-5 SRC: L3 is the Family 15h northbridge cache (Table 6-2 NBC),

@@ -65,6 +65,14 @@ class ListLevel : public LevelShape
     void invalidate(uint64_t addr);
     void clear();
     void swap(ListLevel &other);
+    // As CacheModel's, for this level's sets
+    uint64_t state_words() const
+    {
+        return (set_mask_ + 1) * ways_;
+    }
+    void save(uint64_t *words) const;
+    bool restore(const uint64_t *words);
+    bool empty() const;
 
     uint64_t *lines()
     {
@@ -160,6 +168,14 @@ class CacheLevel : public LevelShape
     void invalidate(uint64_t addr);
     void clear();
     void swap(CacheLevel &other);
+    // As CacheModel's, for this level's sets
+    uint64_t state_words() const
+    {
+        return (set_mask_ + 1) * ways_;
+    }
+    void save(uint64_t *words) const;
+    bool restore(const uint64_t *words);
+    bool empty() const;
 
     // For tests only: raise the stamp counter to @clock (at most to the
     // limit), to reach the renumbering of stamps without two billion
@@ -369,6 +385,11 @@ class CacheModel
     void raise_clock_for_test(uint32_t clock);
     void flush();
     void flush_line(uint64_t addr);
+    // The contents, as lwp_cache_save and lwp_cache_restore take them
+    uint64_t state_words() const;
+    void save(uint64_t *words) const;
+    bool restore(const uint64_t *words);
+    bool empty() const;
     // lwp_cache_l1_lines
     uint64_t *l1_lines()
     {

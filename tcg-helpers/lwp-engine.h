@@ -355,6 +355,20 @@ void lwp_cache_flush_line(LwpCache *c, uint64_t addr);
  * until lwp_cache_configure or lwp_cache_free.
  */
 uint64_t *lwp_cache_l1_lines(LwpCache *c);
+/*
+ * The model's contents, for migration: each set of each level from L1
+ * on, as its list of "LRU" (line numbers from the most recently used,
+ * then all ones for each unused way), lwp_cache_state_words() words in
+ * all.  lwp_cache_restore takes them into a model of the same
+ * configuration, which then behaves as the one saved; when they are not
+ * such lists (a line in another set or twice in one, a line after an
+ * unused way), it returns false and leaves the model empty.
+ */
+size_t lwp_cache_state_words(const LwpCache *c);
+void lwp_cache_save(const LwpCache *c, uint64_t *words);
+bool lwp_cache_restore(LwpCache *c, const uint64_t *words);
+/* Whether no level holds a line */
+bool lwp_cache_empty(const LwpCache *c);
 /* SRC of a DCache Miss record (Figure 2-5, LWP_DME_SRC_*) for a level */
 unsigned lwp_cache_dme_source(unsigned level);
 

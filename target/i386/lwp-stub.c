@@ -174,6 +174,26 @@ uint64_t *lwp_cache_l1_lines(LwpCache *c)
     g_assert_not_reached();
 }
 
+size_t lwp_cache_state_words(const LwpCache *c)
+{
+    g_assert_not_reached();
+}
+
+void lwp_cache_save(const LwpCache *c, uint64_t *words)
+{
+    g_assert_not_reached();
+}
+
+bool lwp_cache_restore(LwpCache *c, const uint64_t *words)
+{
+    g_assert_not_reached();
+}
+
+bool lwp_cache_empty(const LwpCache *c)
+{
+    g_assert_not_reached();
+}
+
 unsigned lwp_cache_dme_source(unsigned level)
 {
     g_assert_not_reached();

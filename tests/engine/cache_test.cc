@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <initializer_list>
+#include <vector>
 
 #include "lwp-engine-test.hh"
 
@@ -341,6 +342,107 @@ TEST(CacheSource, Figure2_5Src)
     EXPECT_EQ(lwp_cache_dme_source(LWP_CACHE_L3),
               unsigned{LWP_DME_SRC_LOCAL_L3});
     EXPECT_EQ(lwp_cache_dme_source(LWP_CACHE_DRAM), unsigned{LWP_DME_SRC_DRAM});
+}
+
+} // namespace
+
+// ---------------------------------------------------------------------------
+// The contents for migration (lwp_cache_save, lwp_cache_restore): each
+// set's list of "LRU", from L1 on
+
+namespace
+{
+
+TEST_F(Cache, SaveGivesEachSetsListMostRecentFirst)
+{
+    use(lru());
+    EXPECT_TRUE(lwp_cache_empty(c));
+    run({
+        {0x00, 1, DRAM, 50, 0x00, 1}, // L1: A
+        {0x10, 1, DRAM, 50, 0x10, 1}, // B A
+        {0x20, 1, DRAM, 50, 0x20, 1}, // C B A
+        {0x30, 1, DRAM, 50, 0x30, 1}, // D C B A
+        {0x00, 1, L1, 1, 0x00, 0},    // hit: A D C B
+    });
+    EXPECT_FALSE(lwp_cache_empty(c));
+    // L1: one set of 4; L2: 16 sets of 4, line n alone in set n
+    ASSERT_EQ(lwp_cache_state_words(c), 4u + 64u);
+    std::vector<uint64_t> w(68);
+    lwp_cache_save(c, w.data());
+    const uint64_t e = ~uint64_t{0};
+    std::vector<uint64_t> want(68, e);
+    want[0] = 0, want[1] = 3, want[2] = 2, want[3] = 1;
+    for (uint64_t n = 0; n < 4; n++) {
+        want[4 + 4 * n] = n;
+    }
+    EXPECT_EQ(w, want);
+}
+
+// A model restored from another's contents behaves as that one
+TEST_F(Cache, RestoredModelLoadsAsTheSavedOne)
+{
+    LwpCacheConfig cfg;
+    lwp_cache_default_config(&cfg);
+    use(cfg);
+    LwpCache *b = lwp_cache_new(&cfg);
+    ASSERT_NE(b, nullptr);
+    uint64_t x = 1;
+    auto next = [&x]() {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        // 4 MiB of lines, and now and then a line far above (tags with
+        // bits above 31)
+        return (x >> 63) && !(x & 0xf000) ? (x >> 8) << 12
+                                          : (x >> 20) & ((4u << 20) - 1);
+    };
+    for (int i = 0; i < 300000; i++) {
+        lwp_cache_load(c, next(), 8);
+    }
+    std::vector<uint64_t> saved(lwp_cache_state_words(c));
+    lwp_cache_save(c, saved.data());
+    ASSERT_TRUE(lwp_cache_restore(b, saved.data()));
+    std::vector<uint64_t> again(saved.size());
+    lwp_cache_save(b, again.data());
+    EXPECT_EQ(again, saved);
+    for (int i = 0; i < 300000; i++) {
+        uint64_t a = next();
+        LwpCacheResult r1 = lwp_cache_load(c, a, 16);
+        LwpCacheResult r2 = lwp_cache_load(b, a, 16);
+        ASSERT_EQ(r1.level, r2.level) << i;
+        ASSERT_EQ(r1.addr, r2.addr) << i;
+        ASSERT_EQ(r1.misses, r2.misses) << i;
+    }
+    lwp_cache_free(b);
+}
+
+// Contents that are no model's are refused, and leave the model empty
+TEST_F(Cache, RestoreRefusesListsOfNoModel)
+{
+    use(lru());
+    const uint64_t e = ~uint64_t{0};
+    std::vector<uint64_t> good(68, e);
+    good[0] = 5, good[1] = 7;
+    good[4 + 4 * 5] = 5;
+    ASSERT_TRUE(lwp_cache_restore(c, good.data()));
+    EXPECT_FALSE(lwp_cache_empty(c));
+    struct Bad {
+        size_t at;
+        uint64_t line;
+        const char *why;
+    } bad[] = {
+        {4 + 4 * 6, 5, "L2: line 5 in set 6"},
+        {4 + 4 * 5 + 1, 5, "L2: line 5 twice in set 5"},
+        {2, 5, "L1: line 5 twice"},
+        {4 + 4 * 7 + 1, 7, "L2: a line after an unused way"},
+        {3, e >> 3, "L1: a line above the address space"},
+    };
+    for (const Bad &b : bad) {
+        std::vector<uint64_t> w = good;
+        w[b.at] = b.line;
+        run({{0x50, 1, L1, 1, 0x50, 0}}); // the model holds lines
+        EXPECT_FALSE(lwp_cache_restore(c, w.data())) << b.why;
+        EXPECT_TRUE(lwp_cache_empty(c)) << b.why;
+        ASSERT_TRUE(lwp_cache_restore(c, good.data()));
+    }
 }
 
 } // namespace

@@ -41,7 +41,8 @@
 #      and after a migration to a file
 #   i. the PMU's counts across migration (config=pmu-migrate,
 #      tests/system/pmu.c, under -cpu Nehalem,pmu=on): a workload counted
-#      by every counter, mispredicted branches included, with a PMI every
+#      by every counter, mispredicted branches and L1D_HIT (the cache
+#      model) included, with a PMI every
 #      100003 instructions, migrated to a file and back three times at
 #      random points, prints the digest of an uninterrupted run
 #

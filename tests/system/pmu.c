@@ -958,8 +958,8 @@ int pmu_monitor_main(void)
 /*
  * config=pmu-migrate: the PMU workload of tests/migration/run.sh part i.
  * At CPL 0 with interrupts on, PMC0-3 count instructions, branches,
- * mispredicted branches (the predictor model) and core cycles, and the
- * fixed counters theirs, OS and USR; PMC0 raises a PMI every MIG_PERIOD
+ * mispredicted branches (the predictor model) and loads that hit L1
+ * (the cache model), and the fixed counters theirs, OS and USR; PMC0 raises a PMI every MIG_PERIOD
  * instructions, whose handler folds the RIP it interrupted into a
  * 64-bit FNV-1a hash and reloads the counter.  The work: iters=N
  * iterations (MIG_ITERS by default) of a linear congruential generator
@@ -972,7 +972,8 @@ int pmu_monitor_main(void)
  *
  * which every uninterrupted run prints, and which a run saved and
  * restored at any instruction must print too: the counters, the window
- * of generated code, the pending PMI and the predictor migrate.
+ * of generated code, the pending PMI, the predictor and the cache model
+ * migrate.
  */
 #define MIG_PERIOD      100003ull
 #define MIG_ITERS       1000000ull
@@ -1035,7 +1036,7 @@ static u64 __attribute__((noinline)) mig_rec(u64 d)
 int pmu_migrate_main(void)
 {
     char val[24];
-    static const u64 sel[4] = { 0x5300c0, 0x4300c4, 0x4300c5, 0x43003c };
+    static const u64 sel[4] = { 0x5300c0, 0x4300c4, 0x4300c5, 0x4301cb };
     u64 iters = MIG_ITERS, x = 1, acc = 0, i;
     u64 v[7];
     unsigned k;
@@ -1089,9 +1090,9 @@ int pmu_migrate_main(void)
            (unsigned long)v[0], (unsigned long)v[1], (unsigned long)v[2],
            (unsigned long)v[3], (unsigned long)v[4], (unsigned long)v[5],
            (unsigned long)v[6], (unsigned long)mig_pmis);
-    report(mig_pmis > 0 && v[2] > 0, "PMIs and mispredicted "
-           "branches counted (%lu, %lu)", (unsigned long)mig_pmis,
-           (unsigned long)v[2]);
+    report(mig_pmis > 0 && v[2] > 0 && v[3] > 0, "PMIs, mispredicted "
+           "branches and L1D_HIT counted (%lu, %lu, %lu)",
+           (unsigned long)mig_pmis, (unsigned long)v[2], (unsigned long)v[3]);
     printf("LWPDIGEST records=%lu missed=0 hash=0x%016lx\n",
            (unsigned long)mig_pmis, (unsigned long)mig_hash);
     report_prefix_pop();
