@@ -10,8 +10,10 @@
 # one boot. The runs:
 #   off     -cpu Nehalem: no PMU
 #   on      -cpu Nehalem,pmu=on nmi_watchdog=0: no counter enabled; and
-#   stat    the programs under `perf stat` (its default events), and
+#   stat    the programs under `perf stat` (its default events),
+#   cache   under `perf stat -e cache-references,cache-misses`, and
 #   record  under `perf record -e instructions -c 100003`
+#   cost    -cpu Nehalem,pmu=on,cost-model=detailed: stat again
 #   wd      -cpu Nehalem,pmu=on: Linux's NMI watchdog keeps a cycles counter
 #           enabled
 #   up      with -u: upstream QEMU 10.0's qemu-system-x86_64 -cpu Nehalem
@@ -65,6 +67,7 @@ boot() {
     case $1 in
     off) cpu=Nehalem ;;
     on) append+=" nmi_watchdog=0" ;;
+    cost) cpu+=",cost-model=detailed" append+=" nmi_watchdog=0" ;;
     up) qemu=$UP cpu=Nehalem ;;
     esac
     timeout 1200 "$qemu" -M pc -accel tcg -cpu "$cpu" -m 512M -smp 1 \
@@ -80,7 +83,8 @@ boot() {
         >>"$B/times"
     sed -n 's/^@@sum //p' "$B/$1.$2.$3.ev" >>"$B/sums"
 }
-runs=("off plain" "on plain" "on stat" "on record" "wd plain")
+runs=("off plain" "on plain" "on stat" "on cache" "on record" "wd plain"
+      "cost stat")
 [ -z "$UP" ] || runs+=("up plain")
 for ((r = 1; r <= ROUNDS; r++)); do
     while read -r c m; do
@@ -118,7 +122,9 @@ report=$(
     row "pmu=on, no counter enabled, against pmu=off" on plain off plain
     row "pmu=on with the NMI watchdog's counter, against pmu=off" wd plain off plain
     row "perf stat (default events) against no counter" on stat on plain
+    row "perf stat -e cache-references,cache-misses against no counter" on cache on plain
     row "perf record -c 100003 against no counter" on record on plain
+    row "perf stat with cost-model=detailed against perf stat" cost stat on stat
 )
 echo "$report"
 [ -z "$REPORT" ] || echo "$report" >"$REPORT"

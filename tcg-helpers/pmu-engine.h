@@ -97,6 +97,11 @@ typedef struct PmuRegs {
     uint64_t *global_ctrl;    /* IA32_PERF_GLOBAL_CTRL */
     uint64_t *global_status;  /* IA32_PERF_GLOBAL_STATUS */
     uint64_t *debugctl;       /* IA32_DEBUGCTL */
+    /*
+     * Not a register: the cost model has stall cycles, in which nothing
+     * retires (pmu_cost_*), so EDGE, INV and CMASK see them
+     */
+    bool stalls;
 } PmuRegs;
 
 typedef enum PmuStatus {
@@ -230,5 +235,12 @@ bool pmu_pmi_request(const PmuProfile *p, const PmuRegs *r);
  */
 uint32_t pmu_block_events(unsigned source, uint32_t n, bool branch);
 uint32_t pmu_event_insn(unsigned source, uint64_t event, uint32_t n);
+/*
+ * The detailed cost model (choice 69), for a CPU that asks for it: the
+ * cycles above add, for each load, the latency of the cache level that
+ * supplied it less L1's, and for each mispredicted near branch
+ * pmu_mispredict_penalty() cycles, stalls in which nothing retires.
+ */
+uint32_t pmu_mispredict_penalty(const PmuProfile *p);
 
 #endif /* PMU_ENGINE_H */

@@ -41,6 +41,8 @@ struct PmuProfile {
     uint64_t debugctl_valid;
     // The data caches (pmu_cache_config)
     LwpCacheConfig cache;
+    // The cycles a mispredicted branch costs (pmu_mispredict_penalty)
+    uint32_t mispredict_penalty;
 };
 
 namespace
@@ -65,12 +67,16 @@ namespace
 // optimization manual gives 4, 10 and 35-40+ for Nehalem; 18.17.1.2 of
 // the SDM: the minimum load latency is 4) and 200 for DRAM (no primary
 // source: about 75 ns at the part's 2.66 GHz).
+// A mispredicted branch costs 17 cycles: "at least 17 clock cycles",
+// measured on Nehalem by Agner Fog (The microarchitecture of Intel, AMD
+// and VIA CPUs, "Misprediction penalty"); Intel publishes none.
 constexpr PmuProfile kNehalem = {
     "Nehalem", 3, 4, 48, 3, 48, 7, 0, 0x1c3,
     (uint64_t{1} << 61) | (uint64_t{1} << 62) | (uint64_t{1} << 63),
     0x3fc3,
     {3, 200, {{32u << 10, 8, 64, 4}, {256u << 10, 8, 64, 10},
               {8u << 20, 16, 64, 40}}},
+    17,
 };
 
 // IA32_PERFEVTSELx: bits 31:0 are defined in version 3 (event select,
@@ -272,6 +278,11 @@ void pmu_cache_config(const PmuProfile *p, LwpCacheConfig *cfg)
     *cfg = p->cache;
 }
 
+uint32_t pmu_mispredict_penalty(const PmuProfile *p)
+{
+    return p->mispredict_penalty;
+}
+
 unsigned pmu_num_gp(const PmuProfile *p)
 {
     return p->num_gp;
@@ -465,8 +476,13 @@ PmuStatus pmu_rdpmc(const PmuProfile *p, const PmuRegs *r, uint32_t ecx,
 // its events number at least c (INV: fewer than c); with CMASK 0, INV is
 // ignored, and EDGE takes the cycles with an event.  EDGE counts the
 // cycles that count after one that does not.  Each combination is a
-// plain source, a known 0, or not modelled (it counts 0 as well).
-static PmuCount per_cycle(PmuCount c, bool edge, bool inv, unsigned cmask)
+// plain source, a known 0, or not modelled (it counts 0 as well).  With
+// @stalls (the detailed cost model, choice 69), cycles in which nothing
+// retires also follow loads and mispredicted branches: the cycles without
+// an instruction or a branch (INV with CMASK 1, with or without EDGE) are
+// no longer a sum of events, and are not modelled.
+static PmuCount per_cycle(PmuCount c, bool edge, bool inv, unsigned cmask,
+                          bool stalls)
 {
     PmuCount zero = {}, all = {}, no_event = {};
     bool cycles = c.source == PMU_SRC_CYCLES || c.source == PMU_SRC_REF_CYCLES;
@@ -474,6 +490,9 @@ static PmuCount per_cycle(PmuCount c, bool edge, bool inv, unsigned cmask)
                     c.source == PMU_SRC_BRANCH_MISP;
 
     if (!c.known || (!cycles && !branches && c.source != PMU_SRC_INSN)) {
+        return PmuCount{};
+    }
+    if (stalls && inv && cmask == 1 && !cycles) {
         return PmuCount{};
     }
     if (!cmask) {
@@ -519,7 +538,7 @@ PmuCount pmu_count_gp(const PmuProfile *p, const PmuRegs *r, unsigned i)
 
     if (sel & (kEvtselEdge | kEvtselInv | uint64_t{0xff} << kEvtselCmaskShift)) {
         c = per_cycle(c, sel & kEvtselEdge, sel & kEvtselInv,
-                      (sel >> kEvtselCmaskShift) & 0xff);
+                      (sel >> kEvtselCmaskShift) & 0xff, r->stalls);
     }
     c.pmi = sel & kEvtselInt;
     if ((sel & kEvtselEn) && (*r->global_ctrl & (uint64_t{1} << i))) {

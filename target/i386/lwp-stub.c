@@ -228,6 +228,11 @@ void pmu_cache_config(const PmuProfile *p, struct LwpCacheConfig *cfg)
     g_assert_not_reached();
 }
 
+uint32_t pmu_mispredict_penalty(const PmuProfile *p)
+{
+    g_assert_not_reached();
+}
+
 void pmu_reset(const PmuProfile *p, const PmuRegs *r)
 {
     g_assert_not_reached();

@@ -28,7 +28,7 @@ struct Regs {
     uint64_t global_status = 0;
     uint64_t debugctl = 0;
     PmuRegs r = {gp,           evtsel,         fixed,    &fixed_ctrl,
-                 &global_ctrl, &global_status, &debugctl};
+                 &global_ctrl, &global_status, &debugctl, false};
 };
 
 const PmuProfile *nehalem()
@@ -444,6 +444,39 @@ TEST(PmuCount, PerCycleModifiers)
         EXPECT_EQ(c.kinds, w.kinds) << std::hex << w.evtsel;
         EXPECT_EQ(c.known, w.known) << std::hex << w.evtsel;
     }
+}
+
+// cost-model=detailed (choice 69): stall cycles in which nothing retires
+// follow loads and mispredicts, so the cycles without an instruction or a
+// branch are no sum of events; the rest is as without stalls
+TEST(PmuCount, PerCycleModifiersWithStalls)
+{
+    Regs s;
+    s.r.stalls = true;
+    const uint8_t all = PMU_BR_ALL;
+    const struct {
+        uint64_t evtsel;
+        uint8_t source, kinds;
+        bool known;
+    } want[] = {
+        {0x14300c0, PMU_SRC_INSN, 0, true},     // CMASK 1
+        {0xc300c0, PMU_SRC_INSN, 0, true},      // INV without CMASK
+        {0x1c300c0, PMU_SRC_NONE, 0, false},    // INV CMASK 1
+        {0x1c700c0, PMU_SRC_NONE, 0, false},    // EDGE INV CMASK 1
+        {0x1c304c4, PMU_SRC_NONE, 0, false},    // all branches INV CMASK 1
+        {0x24300c0, PMU_SRC_NONE, 0, true},     // CMASK 2: never
+        {0x2c300c0, PMU_SRC_CYCLES, 0, true},   // INV CMASK 2: every cycle
+        {0x04700c5, PMU_SRC_BRANCH_MISP, all, true}, // EDGE on branches
+        {0x1c3003c, PMU_SRC_NONE, 0, true},     // cycles INV CMASK 1: none
+    };
+    for (const auto &w : want) {
+        PmuCount c = gp(s, w.evtsel);
+        EXPECT_EQ(c.source, w.source) << std::hex << w.evtsel;
+        EXPECT_EQ(c.kinds, w.kinds) << std::hex << w.evtsel;
+        EXPECT_EQ(c.known, w.known) << std::hex << w.evtsel;
+    }
+    // Agner Fog's measurement on Nehalem: at least 17 cycles
+    EXPECT_EQ(pmu_mispredict_penalty(nehalem()), 17u);
 }
 
 TEST(PmuCount, EnablesGateTheCounter)

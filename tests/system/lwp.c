@@ -40,11 +40,11 @@
 enum config { CONFIG_NOLWP, CONFIG_G4, CONFIG_G5, CONFIG_MAX, CONFIG_MIGRATE,
              CONFIG_SMP, CONFIG_MONITOR, CONFIG_MONITOR_RUN, CONFIG_IRQ,
              CONFIG_DME, CONFIG_PMU, CONFIG_NOPMU, CONFIG_PMU_MONITOR,
-             CONFIG_PMU_MIGRATE };
+             CONFIG_PMU_MIGRATE, CONFIG_PMU_COST };
 
 static const char *const config_names[] = {
     "nolwp", "g4", "g5", "max", "migrate", "smp", "monitor", "monitor-run",
-    "irq", "dme", "pmu", "nopmu", "pmu-monitor", "pmu-migrate",
+    "irq", "dme", "pmu", "nopmu", "pmu-monitor", "pmu-migrate", "pmu-cost",
 };
 static enum config config;
 
@@ -562,6 +562,10 @@ int main(u32 magic, u32 mbi)
     if (config == CONFIG_PMU_MIGRATE) {
         /* -cpu Nehalem,pmu=on: part i of tests/migration/run.sh */
         return pmu_migrate_main();
+    }
+    if (config == CONFIG_PMU_COST) {
+        /* -cpu Nehalem,pmu=on,cost-model=detailed: pmu.c */
+        return pmu_cost_main();
     }
     if (config == CONFIG_PMU || config == CONFIG_NOPMU) {
         /* -cpu Nehalem,pmu=on, or a CPU without a PMU: pmu.c */

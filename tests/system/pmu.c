@@ -1379,6 +1379,26 @@ static void cache_pmi(struct ex_regs *regs)
 }
 
 /*
+ * @run(@arg) with interrupts on and the LVT entry unmasked, the counters
+ * set up for a PMI: one PMI (cache_pmi) at RIP @rip with RSI @rsi
+ */
+static void cache_pmi_at(void (*run)(u64), u64 arg, const char *rip, u64 rsi,
+                         const char *what)
+{
+    apic_write(APIC_LVTPC, PMI_VECTOR);
+    pmi_count = 0;
+    pmi_rip = 0;
+    cache_pmi_rsi = 0;
+    asm volatile("sti");
+    run(arg);
+    asm volatile("cli");
+    report(pmi_count == 1 && pmi_rip == (unsigned long)rip &&
+           cache_pmi_rsi == rsi, "PMI on the %s - expect RIP %lx, RSI %lx "
+           "(got %u, RIP %lx, RSI %lx)", what, (unsigned long)rip,
+           (unsigned long)rsi, pmi_count, pmi_rip, cache_pmi_rsi);
+}
+
+/*
  * At CPL3, after WBINVD: two loads of the first line of cache_buf (DRAM,
  * then L1) with, between them, nothing (base), a far JMP through that
  * line to the null selector, which loads the far pointer (an L1 hit)
@@ -1515,23 +1535,129 @@ static void test_cache_events(void)
         wrmsr(MSR_IA32_PERFEVTSEL0, pmis[i].sel);
         wrmsr(MSR_IA32_PMC0, -pmis[i].k);
         wrmsr(MSR_IA32_PERF_GLOBAL_OVF_CTRL, 0xf);
-        apic_write(APIC_LVTPC, PMI_VECTOR);
-        pmi_count = 0;
-        pmi_rip = 0;
-        cache_pmi_rsi = 0;
-        asm volatile("sti");
-        cache_calls(1);
-        asm volatile("cli");
-        report(pmi_count == 1 && pmi_rip == (unsigned long)pmis[i].rip &&
-               cache_pmi_rsi == pmis[i].rsi,
-               "PMI on the %s - expect RIP %lx, RSI %lx (got %u, RIP %lx, "
-               "RSI %lx)", pmis[i].what, (unsigned long)pmis[i].rip,
-               (unsigned long)pmis[i].rsi, pmi_count, pmi_rip,
-               cache_pmi_rsi);
+        cache_pmi_at(cache_calls, 1, pmis[i].rip, pmis[i].rsi, pmis[i].what);
     }
     wrmsr(MSR_IA32_PERFEVTSEL0, 0);
     apic_write(APIC_LVTPC, PMI_VECTOR | APIC_LVT_MASKED);
     handle_irq(PMI_VECTOR, NULL);
+}
+
+/*
+ * cost-model=detailed (choice 69; config=pmu-cost): a cycle per
+ * instruction and one more per branch, plus for each load the latency of
+ * the level that supplied it less L1's (Nehalem: L2 6, L3 36, DRAM 196
+ * more), plus 17 per mispredicted branch (docs/branch-predictor.md).
+ * cost_walk: WBINVD, then GLOBAL_CTRL := PMC0-3 and FIXED_CTR1, MOV, MOV,
+ * @lines iterations of a load of the next line, ADD, DEC, JNZ, then the
+ * 4 disabling instructions.
+ */
+asm(".pushsection .text\n"
+    ".globl cost_walk_asm\n"
+    "cost_walk_asm:\n\t"
+    "wbinvd\n\t"
+    "mov %rdi, %r8\n\t"
+    "mov $0x38f, %ecx\n\t"
+    "mov $0xf, %eax\n\t"
+    "mov $2, %edx\n\t"
+    "wrmsr\n\t"
+    "mov %rsi, %rsi\n\t"
+    "mov %r8, %rbx\n"
+    ".globl cost_l\ncost_l: mov (%rsi), %rax\n"
+    ".globl cost_a\ncost_a: add $64, %rsi\n"
+    ".globl cost_d\ncost_d: dec %rbx\n\t"
+    "jnz cost_l\n"
+    ".globl cost_e\ncost_e: mov $0x38f, %ecx\n\t"
+    "xor %eax, %eax\n\t"
+    "xor %edx, %edx\n\t"
+    "wrmsr\n\t"
+    "ret\n"
+    ".popsection\n");
+
+static void cost_walk(u64 lines)
+{
+    u8 *buf = cache_buf;
+
+    asm volatile("call cost_walk_asm"
+                 : "+D"(lines), "+S"(buf)
+                 :
+                 : "rax", "rbx", "rcx", "rdx", "r8", "memory");
+}
+
+static void test_cost(void)
+{
+    extern char cost_l[], cost_a[], cost_d[], cost_e[];
+    static const u64 sel[4] = { 0x4200c0, 0x4210cb, 0x4200c5, 0x42003c };
+    const u64 b = (u64)cache_buf, w = 2 + 64 * 201;
+    const struct {
+        u64 k;
+        const char *rip;
+        u64 rsi;
+        const char *what;
+    } pmis[] = {
+        { 2, cost_l, b, "detailed cost's 2nd cycle, the second MOV" },
+        { 150, cost_a, b, "detailed cost's 150th cycle, in a load's stall" },
+        { 200, cost_d, b + 64,
+          "detailed cost's 200th cycle, the ADD after that stall" },
+        { w + 5, cost_e, b + 64 * 64,
+          "detailed cost's cycle 5 of the last JNZ's mispredict stall" },
+    };
+    u64 v[4], f1;
+    unsigned i;
+
+    /*
+     * the predictor and the cache model are as after RESET; GLOBAL_CTRL
+     * too (PMC0-3 enabled), until now
+     */
+    wrmsr(MSR_IA32_PERF_GLOBAL_CTRL, 0);
+    evtsel_write(sel);
+    pmu_zero();
+    wrmsr(MSR_IA32_FIXED_CTR_CTRL, 0x10);
+    cost_walk(64);
+    pmc_read(v);
+    f1 = rdmsr(MSR_IA32_FIXED_CTR0 + 1);
+    report(v[0] == 262 && v[1] == 64 && v[2] == 2 && v[3] == 12904 &&
+           f1 == 12904, "cost-model=detailed: 64 loads from DRAM, 2 "
+           "mispredicts - expect 262 instructions, 64 L3_MISS, 2 BR_MISP, "
+           "12904 cycles twice (got %lu, %lu, %lu, %lu, %lu)",
+           (unsigned long)v[0], (unsigned long)v[1], (unsigned long)v[2],
+           (unsigned long)v[3], (unsigned long)f1);
+
+    /* 64 KiB twice: L2 supplies pass 2 (cache_walk, fresh predictor) */
+    pmu_zero();
+    cache_walk(0xf, 1024, 2);
+    pmc_read(v);
+    report(v[0] == 8204 && v[2] == 5 &&
+           v[3] == 8204 + 2050 + 1024 * 196 + 1024 * 6 + 5 * 17,
+           "cost-model=detailed: 64 KiB twice, DRAM then L2 - expect 8204 "
+           "instructions, 5 BR_MISP, %lu cycles (got %lu, %lu, %lu)",
+           (unsigned long)(8204 + 2050 + 1024 * 196 + 1024 * 6 + 5 * 17),
+           (unsigned long)v[0], (unsigned long)v[2], (unsigned long)v[3]);
+
+    /*
+     * The PMI of FIXED_CTR1 right after the instruction whose cycles
+     * overflow it: after the first run, each run mispredicts only its last
+     * JNZ, and iteration i (from 1) takes cycles 2 + 201 * (i - 1) + 1 to
+     * 2 + 201 * i: the load 197, ADD, DEC, JNZ 2
+     */
+    enable_apic();
+    handle_irq(PMI_VECTOR, cache_pmi);
+    wrmsr(MSR_IA32_FIXED_CTR_CTRL, 0x90);
+    for (i = 0; i < ARRAY_SIZE(pmis); i++) {
+        wrmsr(MSR_IA32_FIXED_CTR0 + 1, -pmis[i].k & ((1ull << 48) - 1));
+        wrmsr(MSR_IA32_PERF_GLOBAL_OVF_CTRL, 0x70000000full);
+        cache_pmi_at(cost_walk, 64, pmis[i].rip, pmis[i].rsi, pmis[i].what);
+    }
+    wrmsr(MSR_IA32_FIXED_CTR_CTRL, 0);
+    apic_write(APIC_LVTPC, PMI_VECTOR | APIC_LVT_MASKED);
+    handle_irq(PMI_VECTOR, NULL);
+}
+
+int pmu_cost_main(void)
+{
+    report_prefix_push("pmu-cost");
+    test_cost();
+    report_prefix_pop();
+    return report_summary();
 }
 
 int pmu_main(bool pmu)

@@ -14,5 +14,7 @@ int pmu_main(bool pmu);
 int pmu_monitor_main(void);
 /* config=pmu-migrate: the counted workload, its digest; the summary */
 int pmu_migrate_main(void);
+/* config=pmu-cost: -cpu Nehalem,pmu=on,cost-model=detailed */
+int pmu_cost_main(void);
 
 #endif

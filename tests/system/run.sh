@@ -37,6 +37,7 @@ configs=(
     "tests32.elf max   max,+lwp"
     "tests.elf   smp   max,+lwp -smp 4 -accel tcg,thread=multi"
     "tests.elf   pmu   Nehalem,pmu=on"
+    "tests.elf   pmu-cost Nehalem,pmu=on,cost-model=detailed"
     "tests.elf   nopmu Nehalem"
     "tests.elf   nopmu max,pmu=on"
 )

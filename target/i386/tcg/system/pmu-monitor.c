@@ -83,6 +83,7 @@ static void pmu_info_cpu(Monitor *mon, CPUState *cs,
         .fixed_ctr_ctrl = &info.fixed_ctrl,
         .global_ctrl = &info.global_ctrl,
         .global_status = &info.global_status,
+        .stalls = X86_CPU(cs)->cost_stalls,
     };
     unsigned i;
 

@@ -278,11 +278,15 @@ static uint64_t pmu_linear(CPUX86State *env, target_ulong eip)
     return (uint32_t)(env->segs[R_CS].base + eip);
 }
 
+static bool pmu_stalls(CPUX86State *env, const uint32_t *n, uintptr_t ra,
+                       bool *leave);
+
 /*
  * The near branch at EIP @ip retired (gen_pmu_bpred): the predictor model
  * takes it (@kind PMU_BPRED_*; @target the EIP it went to, @ret the EIP
  * of a CALL's return), and if it mispredicted it, every counter of
- * mispredicted branches of its kind at this CPL counts it.  A PMI that
+ * mispredicted branches of its kind at this CPL counts it, and with
+ * cost-model=detailed every counter of cycles its stall.  A PMI that
  * follows is taken before the instruction at @target.
  */
 void helper_pmu_bpred(CPUX86State *env, uint32_t kind, target_ulong ip,
@@ -293,7 +297,7 @@ void helper_pmu_bpred(CPUX86State *env, uint32_t kind, target_ulong ip,
     uint64_t lip = pmu_linear(env, ip), to = pmu_linear(env, target);
     unsigned cpl = env->hflags & HF_CPL_MASK ? PMU_CPL123 : PMU_CPL0;
     PmuRegs regs;
-    unsigned br, i;
+    unsigned br, i, cycles;
     bool misp, pmi = false;
 
     switch (kind) {
@@ -333,6 +337,19 @@ void helper_pmu_bpred(CPUX86State *env, uint32_t kind, target_ulong ip,
             pmi |= k.pmi;
         }
     }
+    /* cost-model=detailed: the stall cycles of the mispredict */
+    cycles = env->pmu_cycle_counters[cpl == PMU_CPL123];
+    if (cycles) {
+        uint32_t stalls[X86_PMU_COUNTERS] = { };
+        bool leave = false;
+
+        for (i = 0; i < X86_PMU_COUNTERS; i++) {
+            if (cycles & (1u << i)) {
+                stalls[i] = env_archcpu(env)->cost_mispredict;
+            }
+        }
+        pmi |= pmu_stalls(env, stalls, 0, &leave);
+    }
     if (pmi) {
         /* the TB counted its events at its start: the branch is its last */
         pmu_sync(env);
@@ -356,7 +373,7 @@ void pmu_x86_load(CPUX86State *env, target_ulong addr, uint32_t size)
     const uint8_t *levels =
         env->pmu_cache_levels[(env->hflags & HF_CPL_MASK) != 0];
     LwpCacheResult r;
-    unsigned bit, i;
+    unsigned bit, i, cycles;
 
     if (!cpu->lwp_cache) {
         return;
@@ -369,6 +386,16 @@ void pmu_x86_load(CPUX86State *env, target_ulong addr, uint32_t size)
             env->pmu_cache_due = 1;
         }
     }
+    /* cost-model=detailed: the load's stall cycles */
+    cycles = env->pmu_cycle_counters[(env->hflags & HF_CPL_MASK) != 0];
+    if (cycles && cpu->cost_load[r.level]) {
+        for (i = 0; i < X86_PMU_COUNTERS; i++) {
+            if (cycles & (1u << i)) {
+                env->pmu_cache_pend[i] += cpu->cost_load[r.level];
+                env->pmu_cache_due = 1;
+            }
+        }
+    }
 }
 
 void helper_pmu_load(CPUX86State *env, target_ulong addr, uint32_t size)
@@ -377,37 +404,101 @@ void helper_pmu_load(CPUX86State *env, target_ulong addr, uint32_t size)
 }
 
 /*
+ * cost-model=detailed: @n[c] stall cycles of the current instruction for
+ * each counter c of the window (the cycles of a TB's instructions count
+ * at its start).  Those that fit in a counter's field come off it: the
+ * counter cannot overflow before the TB's end.  Otherwise the registers
+ * take what the window counted up to this instruction (when it is in the
+ * middle of the TB, @ra of the helper called at the start of the next:
+ * the rest of the TB is given back until the sync is done) and then the
+ * stalls, which may overflow the counter here; *@leave is set when the
+ * TB must then end before the next instruction, whose TB counts afresh.
+ * Returns whether a counter whose controls ask for a PMI overflowed.
+ */
+static bool pmu_stalls(CPUX86State *env, const uint32_t *n, uintptr_t ra,
+                       bool *leave)
+{
+    const PmuProfile *p = env_archcpu(env)->pmu_profile;
+    PmuRegs regs = x86_pmu_regs(env);
+    unsigned big = 0;
+    bool pmi;
+    int c;
+
+    for (c = 0; c < X86_PMU_COUNTERS; c++) {
+        int f = pmu_field(env->pmu_win, c);
+
+        if (n[c] && (int64_t)n[c] <= f) {
+            pmu_set_field(env->pmu_win, c, f - n[c]);
+        } else if (n[c]) {
+            big |= 1u << c;
+        }
+    }
+    if (!big) {
+        return false;
+    }
+    if (ra) {
+        pmu_x86_recount(env, ra, 1);
+    }
+    pmi = pmu_sync(env);
+    for (c = 0; c < X86_PMU_COUNTERS; c++) {
+        unsigned i;
+        bool fixed = pmu_is_fixed(c, &i);
+
+        if ((big & (1u << c)) && pmu_add(p, &regs, fixed, i, n[c])) {
+            pmi |= (fixed ? pmu_count_fixed(p, &regs, i)
+                          : pmu_count_gp(p, &regs, i)).pmi;
+        }
+    }
+    if (ra) {
+        pmu_x86_recount(env, ra, -1);
+        *leave = true;
+    }
+    return pmi;
+}
+
+/*
  * The instruction whose loads the cache model took retired: the counters
- * count them.  When a counter whose controls ask for a PMI overflows,
- * the PMI follows the instruction: at the start of the next instruction
- * of its TB (@mid), the registers take what the TB's start counted, and
- * the TB exits before that instruction, giving back its counts and those
- * after it (x86_restore_state_to_opc), so that the interrupt is taken
- * there; at the TB's exit, at the next TB's start.
+ * count them, the cache events in the registers, the stall cycles of
+ * cost-model=detailed in the window (pmu_stalls).  When a counter whose
+ * controls ask for a PMI overflows, the PMI follows the instruction: at
+ * the start of the next instruction of its TB (@mid), the registers take
+ * what the TB's start counted, and the TB exits before that
+ * instruction, giving back its counts and those after it
+ * (x86_restore_state_to_opc), so that the interrupt is taken there; at
+ * the TB's exit, at the next TB's start.
  */
 void helper_pmu_cache_commit(CPUX86State *env, uint32_t mid)
 {
     const PmuProfile *p = env_archcpu(env)->pmu_profile;
+    uint8_t window = env->pmu_cycle_counters[(env->hflags & HF_CPL_MASK) != 0];
+    uint32_t stalls[X86_PMU_COUNTERS] = { };
     PmuRegs regs = x86_pmu_regs(env);
-    bool pmi = false;
+    bool pmi = false, leave = false;
     unsigned i;
 
-    for (i = 0; i < PMU_MAX_GP; i++) {
+    for (i = 0; i < X86_PMU_COUNTERS; i++) {
         uint32_t n = env->pmu_cache_pend[i];
 
-        if (n) {
-            env->pmu_cache_pend[i] = 0;
-            if (pmu_add(p, &regs, false, i, n)) {
-                pmi |= pmu_count_gp(p, &regs, i).pmi;
-            }
+        if (!n) {
+            continue;
+        }
+        env->pmu_cache_pend[i] = 0;
+        if (window & (1u << i)) {
+            stalls[i] = n;
+        } else if (pmu_add(p, &regs, false, i, n)) {
+            pmi |= pmu_count_gp(p, &regs, i).pmi;
         }
     }
     env->pmu_cache_due = 0;
+    if (window) {
+        pmi |= pmu_stalls(env, stalls, mid ? GETPC() : 0, &leave);
+    }
     if (pmi) {
         pmu_sync(env);
         pmu_pmi(env);
-        if (mid) {
-            cpu_loop_exit_restore(env_cpu(env), GETPC());
-        }
+        leave = mid;
+    }
+    if (leave) {
+        cpu_loop_exit_restore(env_cpu(env), GETPC());
     }
 }
