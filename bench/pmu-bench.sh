@@ -11,6 +11,7 @@
 #   off     -cpu Nehalem: no PMU
 #   on      -cpu Nehalem,pmu=on nmi_watchdog=0: no counter enabled; and
 #   stat    the programs under `perf stat` (its default events),
+#   stat0   `perf stat /bin/true`: perf's own start and finish,
 #   cache   under `perf stat -e cache-references,cache-misses`, and
 #   record  under `perf record -e instructions -c 100003`
 #   cost    -cpu Nehalem,pmu=on,cost-model=detailed: stat again
@@ -83,8 +84,8 @@ boot() {
         >>"$B/times"
     sed -n 's/^@@sum //p' "$B/$1.$2.$3.ev" >>"$B/sums"
 }
-runs=("off plain" "on plain" "on stat" "on cache" "on record" "wd plain"
-      "cost stat")
+runs=("off plain" "on plain" "on stat" "on stat0" "on cache" "on record"
+      "wd plain" "cost stat")
 [ -z "$UP" ] || runs+=("up plain")
 for ((r = 1; r <= ROUNDS; r++)); do
     while read -r c m; do
@@ -122,6 +123,7 @@ report=$(
     row "pmu=on, no counter enabled, against pmu=off" on plain off plain
     row "pmu=on with the NMI watchdog's counter, against pmu=off" wd plain off plain
     row "perf stat (default events) against no counter" on stat on plain
+    echo "| perf stat /bin/true: perf's own start and finish | $(median on stat0) s ($(range on stat0)) | | |"
     row "perf stat -e cache-references,cache-misses against no counter" on cache on plain
     row "perf record -c 100003 against no counter" on record on plain
     row "perf stat with cost-model=detailed against perf stat" cost stat on stat

@@ -249,6 +249,26 @@ bool bpred_state_valid(const BpredState *s)
     return false;
 }
 
+bool bpred_cond(BpredState *s, uint64_t ip, bool taken)
+{
+    g_assert_not_reached();
+}
+
+bool bpred_indirect(BpredState *s, uint64_t ip, uint64_t target)
+{
+    g_assert_not_reached();
+}
+
+void bpred_call(BpredState *s, uint64_t return_ip)
+{
+    g_assert_not_reached();
+}
+
+bool bpred_ret(BpredState *s, uint64_t target)
+{
+    g_assert_not_reached();
+}
+
 bool pmu_owns_msr(const PmuProfile *p, uint32_t msr)
 {
     g_assert_not_reached();
