@@ -1634,6 +1634,27 @@ static void test_cost(void)
            (unsigned long)v[0], (unsigned long)v[2], (unsigned long)v[3]);
 
     /*
+     * CPL0 cycles on FIXED_CTR1 and PMC3 around a trip to CPL3: the IRET
+     * that goes there loads its frame at CPL0 (DRAM, after WBINVD), and
+     * both counters count its stalls, in its TB at CPL3
+     */
+    wrmsr(MSR_IA32_PERFEVTSEL0 + 3, 0x42003c);
+    pmu_zero();
+    asm volatile("wbinvd" : : : "memory");
+    wrmsr(MSR_IA32_PERF_GLOBAL_CTRL, 0x200000008ull);
+    {
+        u64 n = 10;
+
+        run_in_user(user_loop, &n);
+    }
+    wrmsr(MSR_IA32_PERF_GLOBAL_CTRL, 0);
+    v[3] = rdmsr(MSR_IA32_PMC0 + 3);
+    f1 = rdmsr(MSR_IA32_FIXED_CTR0 + 1);
+    report(v[3] == f1 && f1 > 200, "cost-model=detailed: CPL0 cycles "
+           "around a trip to CPL3 - expect FIXED_CTR1 = PMC3, with stalls "
+           "(got %lu, %lu)", (unsigned long)f1, (unsigned long)v[3]);
+
+    /*
      * The PMI of FIXED_CTR1 right after the instruction whose cycles
      * overflow it: after the first run, each run mispredicts only its last
      * JNZ, and iteration i (from 1) takes cycles 2 + 201 * (i - 1) + 1 to

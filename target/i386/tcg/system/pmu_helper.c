@@ -470,7 +470,8 @@ static bool pmu_stalls(CPUX86State *env, const uint32_t *n, uintptr_t ra,
 void helper_pmu_cache_commit(CPUX86State *env, uint32_t mid)
 {
     const PmuProfile *p = env_archcpu(env)->pmu_profile;
-    uint8_t window = env->pmu_cycle_counters[(env->hflags & HF_CPL_MASK) != 0];
+    /* at either CPL: IRET's loads counted at the CPL it left */
+    uint8_t window = env->pmu_cycle_counters[0] | env->pmu_cycle_counters[1];
     uint32_t stalls[X86_PMU_COUNTERS] = { };
     PmuRegs regs = x86_pmu_regs(env);
     bool pmi = false, leave = false;
