@@ -42,6 +42,9 @@ LwpCacheConfig direct()
     return make(100, {{64, 1, 16, 2}, {256, 1, 32, 10}, {1024, 1, 64, 30}});
 }
 
+constexpr unsigned L1 = LWP_CACHE_L1, L2 = LWP_CACHE_L2, L3 = LWP_CACHE_L3,
+                   DRAM = LWP_CACHE_DRAM;
+
 class Cache : public ::testing::Test
 {
   protected:
@@ -72,11 +75,20 @@ class Cache : public ::testing::Test
         }
     }
 
+    // In lru()'s L1 (below): A, B, C, D fill it, then A hits: A D C B
+    void fill_lru()
+    {
+        run({
+            {0x00, 1, DRAM, 50, 0x00, 1}, // L1: A
+            {0x10, 1, DRAM, 50, 0x10, 1}, // B A
+            {0x20, 1, DRAM, 50, 0x20, 1}, // C B A
+            {0x30, 1, DRAM, 50, 0x30, 1}, // D C B A
+            {0x00, 1, L1, 1, 0x00, 0},    // hit: A D C B
+        });
+    }
+
     LwpCache *c = nullptr;
 };
-
-constexpr unsigned L1 = LWP_CACHE_L1, L2 = LWP_CACHE_L2, L3 = LWP_CACHE_L3,
-                   DRAM = LWP_CACHE_DRAM;
 
 // ---------------------------------------------------------------------------
 // Each level supplies data, with its latency ("Lookup and fill")
@@ -117,12 +129,8 @@ LwpCacheConfig lru()
 TEST_F(Cache, LruEvictsTheLeastRecentlyUsedWay)
 {
     use(lru());
+    fill_lru();
     run({
-        {0x00, 1, DRAM, 50, 0x00, 1}, // L1: A
-        {0x10, 1, DRAM, 50, 0x10, 1}, // B A
-        {0x20, 1, DRAM, 50, 0x20, 1}, // C B A
-        {0x30, 1, DRAM, 50, 0x30, 1}, // D C B A
-        {0x00, 1, L1, 1, 0x00, 0},    // hit: A D C B
         {0x40, 1, DRAM, 50, 0x40, 1}, // E evicts B: E A D C
         {0x10, 1, L2, 7, 0x10, 1},    // B evicts C: B E A D
         {0x20, 1, L2, 7, 0x20, 1},    // C evicts D: C B E A
@@ -357,13 +365,7 @@ TEST_F(Cache, SaveGivesEachSetsListMostRecentFirst)
 {
     use(lru());
     EXPECT_TRUE(lwp_cache_empty(c));
-    run({
-        {0x00, 1, DRAM, 50, 0x00, 1}, // L1: A
-        {0x10, 1, DRAM, 50, 0x10, 1}, // B A
-        {0x20, 1, DRAM, 50, 0x20, 1}, // C B A
-        {0x30, 1, DRAM, 50, 0x30, 1}, // D C B A
-        {0x00, 1, L1, 1, 0x00, 0},    // hit: A D C B
-    });
+    fill_lru();
     EXPECT_FALSE(lwp_cache_empty(c));
     // L1: one set of 4; L2: 16 sets of 4, line n alone in set n
     ASSERT_EQ(lwp_cache_state_words(c), 4u + 64u);

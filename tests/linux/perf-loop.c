@@ -11,6 +11,7 @@
  */
 #include <stdlib.h>
 
+/* volatile: every read below is a load the cache events must see */
 static volatile unsigned char buf[1024 * 1024];
 
 int main(int argc, char **argv)

@@ -782,8 +782,10 @@ static void test_sampling(void)
     s1 = sample_run(1000000, &left1);
     s2 = sample_run(1500000, &left2);
     /* the events counted: whole periods, plus what the last one holds */
-    total1 = (u64)s1 * SAMPLE_PERIOD + ((left1 + SAMPLE_PERIOD) & 0xffffffffffffull);
-    total2 = (u64)s2 * SAMPLE_PERIOD + ((left2 + SAMPLE_PERIOD) & 0xffffffffffffull);
+    total1 = (u64)s1 * SAMPLE_PERIOD +
+             ((left1 + SAMPLE_PERIOD) & 0xffffffffffffull);
+    total2 = (u64)s2 * SAMPLE_PERIOD +
+             ((left2 + SAMPLE_PERIOD) & 0xffffffffffffull);
     report(total2 - total1 == 1000000, "sampling CPL3 instructions every "
            "%u with NMIs: 500000 more iterations, 1000000 more instructions "
            "in whole periods and the remainder (got %u and %u NMIs, %lu more)",
