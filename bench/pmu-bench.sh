@@ -2,6 +2,7 @@
 # What the Intel PMU costs a guest: the system-mode benchmark of the PMU.
 #
 #   bench/pmu-bench.sh [-n ROUNDS] [-k KIB] [-u] [-o REPORT]
+#   bench/pmu-bench.sh -s MODES [-n ROUNDS] [-k KIB] [-o REPORT]
 #
 # Boots Debian 12's own kernel (tests/linux/fetch.sh) with an initramfs of
 # busybox and Debian's perf (bench/pmu-bench-init), which runs busybox
@@ -20,7 +21,11 @@
 #   up      with -u: upstream QEMU 10.0's qemu-system-x86_64 -cpu Nehalem
 #           (scripts/build-upstream.sh with UPSTREAM_SYSTEM=1)
 # Every round boots each once, in a new random order. The report gives
-# medians and ratios. Wall time: run it on a quiet machine. A benchmark,
+# medians and ratios. With -s MODES (a comma-separated list of the guest's
+# modes: plain, stat, stat3 = perf stat -e cycles,instructions,branches,
+# stat0, cache, record), each round is instead one pmu=on boot that runs
+# the MODES in turn, so that they compare without the spread between
+# boots; the report gives each mode against plain. Wall time: run it on a quiet machine. A benchmark,
 # not a test: it checks that every run produced the same output, never
 # how long anything took. docs/benchmarks.md explains each row.
 set -euo pipefail
@@ -30,18 +35,21 @@ TOP=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=../tests/linux/lib.sh
 . "$TOP/tests/linux/lib.sh"
 
-ROUNDS=3 KIB=2048 UPSTREAM=0 REPORT=
-while getopts "n:k:uo:h" opt; do
+ROUNDS=3 KIB=2048 UPSTREAM=0 REPORT= SAME=
+while getopts "n:k:uo:s:h" opt; do
     case $opt in
     n) ROUNDS=$OPTARG ;;
     k) KIB=$OPTARG ;;
     u) UPSTREAM=1 ;;
     o) REPORT=$OPTARG ;;
+    s) SAME=$OPTARG ;;
     *) sed -n '3,4p' "$0" | sed 's/^# //' >&2; exit 2 ;;
     esac
 done
 [[ $ROUNDS =~ ^[1-9][0-9]*$ && $KIB =~ ^[1-9][0-9]*$ ]] ||
     die "-n and -k want positive numbers"
+[[ -z $SAME || $SAME =~ ^(plain|stat|stat3|stat0|cache|record)(,(plain|stat|stat3|stat0|cache|record))*$ ]] ||
+    die "-s wants modes among plain,stat,stat3,stat0,cache,record"
 
 "$TOP/scripts/build.sh" >/dev/null
 OURS=$BUILD/qemu-system-x86_64
@@ -84,6 +92,39 @@ boot() {
         >>"$B/times"
     sed -n 's/^@@sum //p' "$B/$1.$2.$3.ev" >>"$B/sums"
 }
+# median CONFIG MODE: the median seconds of those runs
+median() {
+    awk -v c="$1" -v m="$2" '$1 == c && $2 == m { print $3 }' "$B/times" |
+        sort -n | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2];
+             else printf "%.2f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+# range CONFIG MODE: the least and the most seconds of those runs
+range() {
+    awk -v c="$1" -v m="$2" '$1 == c && $2 == m { print $3 }' "$B/times" |
+        sort -n | sed -n '1p;$p' | paste -sd- -
+}
+if [ -n "$SAME" ]; then
+    for ((r = 1; r <= ROUNDS; r++)); do
+        log "round $r/$ROUNDS: on $SAME"
+        boot on "$SAME" "$r"
+    done
+    [ "$(sort -u "$B/sums" | wc -l)" = 1 ] ||
+        die "the runs' outputs differ: $(sort -u "$B/sums" | tr '\n' ' ')"
+    report=$(
+        echo "bench/pmu-bench.sh -s $SAME -n $ROUNDS -k $KIB: $(date -u +%F), $(nproc) host CPUs; the programs' seconds by the guest's clock, medians of $ROUNDS boots, each running every mode"
+        echo
+        echo "| mode | seconds (least-most) | against plain |"
+        echo "|---|---|---|"
+        for m in ${SAME//,/ }; do
+            a=$(median on "$m") b=$(median on plain)
+            printf '| %s | %s s (%s) | %s |\n' "$m" "$a" "$(range on "$m")" \
+                "$([ -z "$b" ] || awk -v a="$a" -v b="$b" 'BEGIN { printf "%.3f", a / b }')"
+        done
+    )
+    echo "$report"
+    [ -z "$REPORT" ] || echo "$report" >"$REPORT"
+    exit 0
+fi
 runs=("off plain" "on plain" "on stat" "on stat0" "on cache" "on record"
       "wd plain" "cost stat")
 [ -z "$UP" ] || runs+=("up plain")
@@ -96,17 +137,6 @@ done
 [ "$(sort -u "$B/sums" | wc -l)" = 1 ] ||
     die "the runs' outputs differ: $(sort -u "$B/sums" | tr '\n' ' ')"
 
-# median CONFIG MODE: the median seconds of those runs
-median() {
-    awk -v c="$1" -v m="$2" '$1 == c && $2 == m { print $3 }' "$B/times" |
-        sort -n | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2];
-             else printf "%.2f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
-}
-# range CONFIG MODE: the least and the most seconds of those runs
-range() {
-    awk -v c="$1" -v m="$2" '$1 == c && $2 == m { print $3 }' "$B/times" |
-        sort -n | sed -n '1p;$p' | paste -sd- -
-}
 row() { # LABEL CONFIG MODE BASECONFIG BASEMODE
     local a b
     a=$(median "$2" "$3") b=$(median "$4" "$5")

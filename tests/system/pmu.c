@@ -625,6 +625,23 @@ static void __attribute__((noinline)) misp_loop(u64 n)
                  : : [n] "r"(n) : "rax", "rbx", "rcx", "rdx", "memory");
 }
 
+/*
+ * @depth nested calls, each by its own CALL (to its own return
+ * address), then their @depth returns: 2 * @depth + 1 branches
+ */
+#define MISP_CALL_CHAIN(depth)                          \
+    asm volatile(ASM_ENABLE_PMC0_3                      \
+                 "call 1f\n\t"                          \
+                 "jmp 2f\n"                             \
+                 ".rept " #depth " - 1\n"               \
+                 "1: call 1f\n\t"                       \
+                 "ret\n"                                \
+                 ".endr\n"                              \
+                 "1: ret\n"                             \
+                 "2:\n\t"                               \
+                 ASM_DISABLE_ALL                        \
+                 : : : "rax", "rbx", "rcx", "rdx", "memory")
+
 extern char misp_pmi_top[];
 
 static void test_mispredicts(void)
@@ -692,6 +709,25 @@ static void test_mispredicts(void)
 
     misp_setup();
     /*
+     * one indirect CALL to one target: the first misses; the return
+     * stack has each return address, as after a direct CALL
+     */
+    asm volatile("lea 4f(%%rip), %%rsi\n\t"
+                 ASM_ENABLE_PMC0_3
+                 "mov %[n], %%rbx\n\t"
+                 "1: call *%%rsi\n\t"
+                 "dec %%rbx\n\t"
+                 "jnz 1b\n\t"
+                 "jmp 6f\n\t"
+                 "4: ret\n\t"
+                 "6:\n\t"
+                 ASM_DISABLE_ALL
+                 : : [n] "r"(n) : "rax", "rbx", "rcx", "rdx", "rsi",
+                   "memory");
+    misp_report("an indirect CALL to one target", 3, 2, 1, 3 * n + 1);
+
+    misp_setup();
+    /*
      * 20 nested calls (one from outside, 19 recursive) and their 20
      * returns: the 16-entry return stack holds only the recursive calls'
      * return address when the last RET, to the outer call's, pops it; JZ
@@ -709,6 +745,17 @@ static void test_mispredicts(void)
                  ASM_DISABLE_ALL
                  : : : "rax", "rbx", "rcx", "rdx", "rsi", "memory");
     misp_report("20 nested calls and their returns", 2, 1, 0, 61);
+
+    /* the return stack with a return address per entry */
+    misp_setup();
+    MISP_CALL_CHAIN(16);
+    misp_report("16 nested calls from 16 CALLs and their returns", 0, 0, 0,
+                33);
+    misp_setup();
+    MISP_CALL_CHAIN(18);
+    /* the two outermost returns find the 16th and 15th innermost's */
+    misp_report("18 nested calls from 18 CALLs and their returns", 2, 0, 0,
+                37);
 
     /* a mispredicted branch that overflows the counter: the PMI */
     wrmsr(MSR_IA32_PERFEVTSEL0, 0x5201c5);

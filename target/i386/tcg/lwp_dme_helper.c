@@ -118,7 +118,7 @@ void helper_lwp_dme_load(CPUX86State *env, target_ulong addr, uint32_t desc)
 }
 
 /*
- * ... from a helper called at @ra (lwp_x86_dme_load): counted only if
+ * ... from a helper called at @ra (x86_profile_load): counted only if
  * its TB counts DME at CPL 3 (not, for example, when the XRSTOR that
  * made the load enabled LWP itself); its eligibility under the IP filter
  * is that of the instruction, found as an exception finds it

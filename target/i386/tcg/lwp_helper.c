@@ -114,7 +114,7 @@ void helper_lwpval(CPUX86State *env, target_ulong src, target_ulong data2,
         data1 = 0;
         if (lwp_lwpval_fires(&env->lwp, &ctx, env->eip)) {
             data1 = cpu_ldl_data_ra(env, src, ra);
-            lwp_x86_dme_load(env, src, 4, ra);
+            x86_profile_load(env, src, 4, ra);
         }
     }
     lwp_finish(&g, lwp_lwpval(&env->lwp, &ctx, &mem, env->eip, data1, data2,

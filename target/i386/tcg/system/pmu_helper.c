@@ -329,12 +329,10 @@ void helper_pmu_bpred(CPUX86State *env, uint32_t kind, target_ulong ip,
         return;
     }
     regs = x86_pmu_regs(env);
-    for (i = 0; i < pmu_num_gp(p); i++) {
-        PmuCount k = pmu_count_gp(p, &regs, i);
-
-        if (k.source == PMU_SRC_BRANCH_MISP && (k.kinds & br) &&
-            (k.cpl & cpl) && pmu_add(p, &regs, false, i, 1)) {
-            pmi |= k.pmi;
+    for (i = 0; i < PMU_MAX_GP; i++) {
+        if ((env->pmu_misp_kinds[cpl == PMU_CPL123][i] & br) &&
+            pmu_add(p, &regs, false, i, 1)) {
+            pmi |= pmu_count_gp(p, &regs, i).pmi;
         }
     }
     /* cost-model=detailed: the stall cycles of the mispredict */
