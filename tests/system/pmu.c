@@ -753,7 +753,7 @@ static void test_mispredicts(void)
                 33);
     misp_setup();
     MISP_CALL_CHAIN(18);
-    /* the two outermost returns find the 16th and 15th innermost's */
+    /* the two outermost returns find the two innermost calls' entries */
     misp_report("18 nested calls from 18 CALLs and their returns", 2, 0, 0,
                 37);
 
