@@ -27,12 +27,16 @@
 /* Counter @c of the window (0-3: IA32_PMCx, 4-6: IA32_FIXED_CTRx) */
 static int pmu_field(const uint64_t *w, int c)
 {
-    return (int16_t)extract64(w[c / 4], 16 * (c % 4), 16);
+    int s = x86_pmu_win_slot(c);
+
+    return (int16_t)extract64(w[s / 4], 16 * (s % 4), 16);
 }
 
 static void pmu_set_field(uint64_t *w, int c, int v)
 {
-    w[c / 4] = deposit64(w[c / 4], 16 * (c % 4), 16, (uint16_t)v);
+    int s = x86_pmu_win_slot(c);
+
+    w[s / 4] = deposit64(w[s / 4], 16 * (s % 4), 16, (uint16_t)v);
 }
 
 static bool pmu_is_fixed(int c, unsigned *i)
