@@ -35,6 +35,7 @@ configs=(
     "tests32.elf nolwp max"
     "tests32.elf g4    Opteron_G4,+lwp"
     "tests32.elf max   max,+lwp"
+    "tests32.elf pmu   Nehalem,pmu=on"
     "tests.elf   smp   max,+lwp -smp 4 -accel tcg,thread=multi"
     "tests.elf   pmu   Nehalem,pmu=on"
     "tests.elf   pmu-cost Nehalem,pmu=on,cost-model=detailed"
