@@ -23,7 +23,8 @@
 # Every round boots each once, in a new random order. The report gives
 # medians and ratios. With -s MODES (a comma-separated list of the guest's
 # modes: plain, stat, stat3 = perf stat -e cycles,instructions,branches,
-# stat0, cache, record), each round is instead one pmu=on boot that runs
+# stat0, cache, record, record0 = perf record of /bin/true), each round is
+# instead one pmu=on boot that runs
 # the MODES in turn, so that they compare without the spread between
 # boots; the report gives each mode against plain. Wall time: run it on a quiet machine. A benchmark,
 # not a test: it checks that every run produced the same output, never
@@ -35,7 +36,7 @@ TOP=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=../tests/linux/lib.sh
 . "$TOP/tests/linux/lib.sh"
 
-ROUNDS=3 KIB=2048 UPSTREAM=0 REPORT= SAME=
+ROUNDS=3 KIB=2048 UPSTREAM=0 REPORT='' SAME=''
 while getopts "n:k:uo:s:h" opt; do
     case $opt in
     n) ROUNDS=$OPTARG ;;
@@ -48,8 +49,9 @@ while getopts "n:k:uo:s:h" opt; do
 done
 [[ $ROUNDS =~ ^[1-9][0-9]*$ && $KIB =~ ^[1-9][0-9]*$ ]] ||
     die "-n and -k want positive numbers"
-[[ -z $SAME || $SAME =~ ^(plain|stat|stat3|stat0|cache|record)(,(plain|stat|stat3|stat0|cache|record))*$ ]] ||
-    die "-s wants modes among plain,stat,stat3,stat0,cache,record"
+modes_re='(plain|stat|stat3|stat0|cache|record|record0)'
+[[ -z $SAME || $SAME =~ ^$modes_re(,$modes_re)*$ ]] ||
+    die "-s wants modes among plain,stat,stat3,stat0,cache,record,record0"
 
 "$TOP/scripts/build.sh" >/dev/null
 OURS=$BUILD/qemu-system-x86_64
