@@ -24,11 +24,11 @@
 # medians and ratios. With -s MODES (a comma-separated list of the guest's
 # modes: plain, stat, stat3 = perf stat -e cycles,instructions,branches,
 # stat0, cache, record, record0 = perf record of /bin/true), each round is
-# instead one pmu=on boot that runs
-# the MODES in turn, so that they compare without the spread between
-# boots; the report gives each mode against plain. Wall time: run it on a quiet machine. A benchmark,
-# not a test: it checks that every run produced the same output, never
-# how long anything took. docs/benchmarks.md explains each row.
+# instead one pmu=on boot that runs the MODES in turn, so that they compare
+# without the spread between boots; the report gives each mode against
+# plain. Wall time: run it on a quiet machine. A benchmark, not a test: it
+# checks that every run produced the same output, never how long anything
+# took. docs/benchmarks.md explains each row.
 set -euo pipefail
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source-path=SCRIPTDIR source=../scripts/common.sh

@@ -13,6 +13,8 @@
  *   nolwp  -cpu max             LWP absent
  *   g4     -cpu Opteron_G4,+lwp
  *   max    -cpu max,+lwp
+ *   pmu    -cpu Nehalem,pmu=on  the Intel PMU in legacy mode (no LWP:
+ *                               test_pmu_cs_base only)
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
