@@ -23,10 +23,12 @@
 # Every round boots each once, in a new random order. The report gives
 # medians and ratios. With -s MODES (a comma-separated list of the guest's
 # modes: plain, stat, stat3 = perf stat -e cycles,instructions,branches,
-# stat0, cache, record, record0 = perf record of /bin/true), each round is
-# instead one pmu=on boot that runs the MODES in turn, so that they compare
-# without the spread between boots; the report gives each mode against
-# plain. Wall time: run it on a quiet machine. A benchmark, not a test: it
+# stat0, cache, record, record0 = perf record of /bin/true; insns,
+# recinsns, rec0insns = plain, record, record0 under perf stat of the
+# guest's instructions at CPL 3 and 0), each round is instead one pmu=on
+# boot that runs the MODES in turn, so that they compare without the
+# spread between boots; the report gives each mode against plain, and the
+# median instruction counts of the *insns modes. Wall time: run it on a quiet machine. A benchmark, not a test: it
 # checks that every run produced the same output, never how long anything
 # took. docs/benchmarks.md explains each row.
 set -euo pipefail
@@ -49,9 +51,9 @@ while getopts "n:k:uo:s:h" opt; do
 done
 [[ $ROUNDS =~ ^[1-9][0-9]*$ && $KIB =~ ^[1-9][0-9]*$ ]] ||
     die "-n and -k want positive numbers"
-modes_re='(plain|stat|stat3|stat0|cache|record|record0)'
+modes_re='(plain|stat|stat3|stat0|cache|record|record0|insns|recinsns|rec0insns)'
 [[ -z $SAME || $SAME =~ ^$modes_re(,$modes_re)*$ ]] ||
-    die "-s wants modes among plain,stat,stat3,stat0,cache,record,record0"
+    die "-s wants modes among plain,stat,stat3,stat0,cache,record,record0,insns,recinsns,rec0insns"
 
 "$TOP/scripts/build.sh" >/dev/null
 OURS=$BUILD/qemu-system-x86_64
@@ -93,6 +95,7 @@ boot() {
     awk -v c="$1" '$1 == "@@time" { print c, $2, $4 }' "$B/$1.$2.$3.ev" \
         >>"$B/times"
     sed -n 's/^@@sum //p' "$B/$1.$2.$3.ev" >>"$B/sums"
+    sed -n 's/^@@insns //p' "$B/$1.$2.$3.ev" >>"$B/insns"
 }
 # median CONFIG MODE: the median seconds of those runs
 median() {
@@ -122,6 +125,18 @@ if [ -n "$SAME" ]; then
             printf '| %s | %s s (%s) | %s |\n' "$m" "$a" "$(range on "$m")" \
                 "$([ -z "$b" ] || awk -v a="$a" -v b="$b" 'BEGIN { printf "%.3f", a / b }')"
         done
+        if [ -s "$B/insns" ]; then
+            echo
+            echo "| mode | instructions at CPL 3 | at CPL 0 |"
+            echo "|---|---|---|"
+            for m in ${SAME//,/ }; do
+                for f in 3 4; do
+                    awk -v m="$m" -v f="$f" '$1 == m { print $f }' "$B/insns" |
+                        sort -n | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)] }'
+                done | paste -sd' ' - |
+                    awk -v m="$m" 'NF == 2 { printf "| %s | %s | %s |\n", m, $1, $2 }'
+            done
+        fi
     )
     echo "$report"
     [ -z "$REPORT" ] || echo "$report" >"$REPORT"
