@@ -1484,7 +1484,7 @@ static void test_paging(void)
 #define MSR_IA32_PERF_GLOBAL_CTRL   0x38f
 
 /* ECX iterations of DEC/JNZ, then a far return (it is called far) */
-extern char misp32_loop[];
+void misp32_loop(void);
 asm(".pushsection .text\n"
     ".globl misp32_loop\n"
     "misp32_loop:\n\t"

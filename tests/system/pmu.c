@@ -1008,8 +1008,9 @@ int pmu_monitor_main(void)
  * config=pmu-migrate: the PMU workload of tests/migration/run.sh part i.
  * At CPL 0 with interrupts on, PMC0-3 count instructions, branches,
  * mispredicted branches (the predictor model) and loads that hit L1
- * (the cache model), and the fixed counters theirs, OS and USR; PMC0 raises a PMI every MIG_PERIOD
- * instructions, whose handler folds the RIP it interrupted into a
+ * (the cache model), and the fixed counters theirs, OS and USR; PMC0
+ * raises a PMI every MIG_PERIOD instructions, whose handler folds the
+ * RIP it interrupted into a
  * 64-bit FNV-1a hash and reloads the counter.  The work: iters=N
  * iterations (MIG_ITERS by default) of a linear congruential generator
  * whose bits choose a conditional branch, one of four functions called
