@@ -1420,6 +1420,39 @@ static void cache_calls(u64 enable)
                  : "rax", "rbx", "rcx", "rdx", "rsi", "rdi", "memory");
 }
 
+/*
+ * For the PMI of an instruction that ends its block because the next one
+ * crosses into the next page (the translator gives that one up): a load
+ * that is the last instruction whose bytes are all in its page, then a
+ * 10-byte MOVABS that starts 2 bytes before the page's end, then another
+ * load.  The PMI of the first load's overflow comes before the MOVABS.
+ */
+asm(".pushsection .text.straddle, \"ax\"\n"
+    ".balign 4096\n"
+    "straddle_page:\n\t"
+    "jmp 1f\n"
+    ".org straddle_page + 4096 - 8\n"
+    "1: mov %rsi, %rsi\n\t"
+    "mov (%rsi), %rax\n"
+    ".globl straddle_next\nstraddle_next: movabs $0x1122334455667788, %rcx\n\t"
+    "mov 64(%rsi), %rdx\n\t"
+    "ret\n"
+    ".popsection\n");
+
+static void cache_straddle(u64 enable)
+{
+    asm volatile("wbinvd\n\t"
+                 "mov $0x38f, %%ecx\n\t"
+                 "mov %[lo], %%eax\n\t"
+                 "xor %%edx, %%edx\n\t"
+                 "wrmsr\n\t"
+                 "mov %[buf], %%rsi\n\t"
+                 "call straddle_page\n\t"
+                 ASM_DISABLE_ALL
+                 : : [lo] "r"((u32)enable), [buf] "r"(cache_buf)
+                 : "rax", "rcx", "rdx", "rsi", "memory");
+}
+
 static volatile unsigned long cache_pmi_rsi;
 
 static void cache_pmi(struct ex_regs *regs)
@@ -1501,7 +1534,7 @@ static void user_cache_counts(void (*fn)(void *), u64 v[4])
 
 static void test_cache_events(void)
 {
-    extern char cache_c1[], cache_c2[];
+    extern char cache_c1[], cache_c2[], straddle_next[];
     static const u64 by_level[4] = { 0x4201cb, 0x4202cb, 0x4204cb, 0x4210cb };
     static const u64 llc[4] = { 0x424f2e, 0x42412e, 0x42010b, 0x4200c0 };
     static const u64 none[4];
@@ -1587,6 +1620,14 @@ static void test_cache_events(void)
         wrmsr(MSR_IA32_PERF_GLOBAL_OVF_CTRL, 0xf);
         cache_pmi_at(cache_calls, 1, pmis[i].rip, pmis[i].rsi, pmis[i].what);
     }
+    /* its block ends there: the next instruction crosses the page */
+    evtsel_write(none);
+    wrmsr(MSR_IA32_PERFEVTSEL0, 0x5210cb);
+    wrmsr(MSR_IA32_PMC0, -1ull);
+    wrmsr(MSR_IA32_PERF_GLOBAL_OVF_CTRL, 0xf);
+    cache_pmi_at(cache_straddle, 1, straddle_next, b,
+                 "1st L3_MISS, a block's last load before an instruction "
+                 "that crosses a page");
     wrmsr(MSR_IA32_PERFEVTSEL0, 0);
     apic_write(APIC_LVTPC, PMI_VECTOR | APIC_LVT_MASKED);
     handle_irq(PMI_VECTOR, NULL);

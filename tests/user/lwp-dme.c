@@ -20,6 +20,14 @@
  * and how many records an interval gives (every (I+1)-th miss, Random =
  * 0).
  *
+ * "lwp-dme DUMP clocks", under -cpu max,+lwp,cost-model=detailed, runs
+ * the same chases with CPU Clocks not Halted and Reference Clocks not
+ * Halted instead of DME (mode 2 in the CHASE line): the records fall
+ * where the cost model puts them, each load's latency above L1's and
+ * each mispredicted "jnz" (the predictor model) a stall of its
+ * instruction; dme-check.py --clocks checks them against the reference
+ * models fed the execlog trace.
+ *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 
@@ -117,7 +125,9 @@ static void *make_list(char *base, uint64_t stride, uint64_t count)
 /*
  * Run @fn (dme_chase, dme_stack or kinds_run) @n steps from @start with
  * DME (interval @iv, EventCounter @counter; and Instructions Retired too,
- * at @iv, if @ire; and LWPVAL, at interval 0) and Filters @filters; keep
+ * at @iv, if @ire is 1; and LWPVAL, at interval 0) and Filters @filters;
+ * with @ire 2, CPU Clocks not Halted at @iv and Reference Clocks not
+ * Halted at @iv + 1 instead of DME (EventCounter @counter for both); keep
  * the records, and dump them.
  * Returns how many were stored.
  */
@@ -133,13 +143,21 @@ static unsigned run_lwp(const char *name,
     uint32_t flags = LWP_FEAT_DME | LWP_FEAT_VAL | (ire ? LWP_FEAT_IRE : 0);
     unsigned k = 0;
 
+    if (ire == 2) {
+        flags = LWP_FEAT_VAL | LWP_FEAT_CNH | LWP_FEAT_RNH;
+    }
     lwpcb_init(cb, ring, RING_SIZE, flags);
     wr32(cb, LWPCB_FILTERS, filters);
     wr32(cb, LWPCB_INTERVAL(LWP_EVENT_OFFSET, LWP_EVENT_ID_DME), iv);
     wr32(cb, LWPCB_COUNTER(LWP_EVENT_OFFSET, LWP_EVENT_ID_DME), counter);
-    if (ire) {
+    if (ire == 1) {
         wr32(cb, LWPCB_INTERVAL(LWP_EVENT_OFFSET, LWP_EVENT_ID_IRE), iv);
         wr32(cb, LWPCB_COUNTER(LWP_EVENT_OFFSET, LWP_EVENT_ID_IRE), iv);
+    } else if (ire == 2) {
+        wr32(cb, LWPCB_INTERVAL(LWP_EVENT_OFFSET, LWP_EVENT_ID_CNH), iv);
+        wr32(cb, LWPCB_COUNTER(LWP_EVENT_OFFSET, LWP_EVENT_ID_CNH), counter);
+        wr32(cb, LWPCB_INTERVAL(LWP_EVENT_OFFSET, LWP_EVENT_ID_RNH), iv + 1);
+        wr32(cb, LWPCB_COUNTER(LWP_EVENT_OFFSET, LWP_EVENT_ID_RNH), counter);
     }
     fn(cb, start, n);
     printf("CHASE %s %" PRIu64 " %u 0x%x %d %u\n", name, n, iv, filters, ire,
@@ -216,6 +234,44 @@ static void check_level(const char *what, unsigned k, unsigned want,
            "address in the list (%u do not)", what, src, lat, bad);
 }
 
+/*
+ * cost-model=detailed: the chases of main with the clock events, at
+ * intervals below and above a load's stall (L2 16 cycles, L3 60, DRAM
+ * 252), for dme-check.py --clocks, which checks every record against the
+ * reference models.  Here, by hand: the second chase from L1, whose list
+ * the first one brought in (8 KiB, half of L1), takes 534 clocks: 128
+ * steps of two instructions and a "jnz" (4 clocks), the MOV before and
+ * the XOR after (2), and the last "jnz", which the predictor model
+ * mispredicts (20; the first one it predicts, as the first chase left its
+ * counter at 2).  At interval 104 (a record every 105 clocks, from
+ * EventCounter 104) and 105 (every 106), that is 5 records each: 4
+ * without the stall.
+ */
+static void clocks(char *l1, char *l2, char *l3, char *dram)
+{
+    unsigned k, cnh = 0, rnh = 0;
+
+    make_list(l1, 64, 128);
+    make_list(l2, 4096, 16);
+    make_list(l3, 4096, 1024);
+    make_list(dram, 4096, 4096);
+    run_lwp("clk-l1-first", dme_chase, l1, 128, 99, 0, 0, 2);
+    k = run_lwp("clk-l1-second", dme_chase, l1, 128, 104, 104, 0, 2);
+    for (unsigned i = 0; i < k; i++) {
+        cnh += recs[i].id == LWP_EVENT_ID_CNH;
+        rnh += recs[i].id == LWP_EVENT_ID_RNH;
+    }
+    report(k == 10 && cnh == 5 && rnh == 5, "a chase from L1 with a "
+           "mispredicted exit: 534 clocks, 5 CNH records at interval 104 "
+           "and 5 RNH at 105 (%u and %u of %u)", cnh, rnh, k);
+    run_lwp("clk-l2", dme_chase, l2, 16, 99, 0, 0, 2);
+    run_lwp("clk-l2-again", dme_chase, l2, 16, 7, 3, 0, 2);
+    run_lwp("clk-l3", dme_chase, l3, 1024, 1000, 0, 0, 2);
+    run_lwp("clk-l3-again", dme_chase, l3, 1024, 61, 5, 0, 2);
+    run_lwp("clk-dram", dme_chase, dram, 4096, 999, 0, 0, 2);
+    run_lwp("clk-dram-again", dme_chase, dram, 1024, 250, 0, 0, 2);
+}
+
 int main(int argc, char **argv)
 {
     char *l1, *l2, *l3, *dram;
@@ -239,6 +295,13 @@ int main(int argc, char **argv)
     l2 = fixed_alloc(0x10002000000, 16 * 4096);
     l3 = fixed_alloc(0x10004000000, 1024 * 4096);
     dram = fixed_alloc(0x10008000000, 4096 * 4096);
+    if (argc > 2 && !strcmp(argv[2], "clocks")) {
+        clocks(l1, l2, l3, dram);
+        if (dump) {
+            fclose(dump);
+        }
+        return report_summary("lwp-dme clocks");
+    }
 
     /* 128 lines, 8 KiB: half of L1, so the second pass hits */
     make_list(l1, 64, 128);

@@ -199,6 +199,10 @@ if ! has lwp-dme; then
 elif [ -f "$execlog" ]; then
     run_prog dme "dme-check max,+lwp" \
         python3 "$here/dme-check.py" "$qemu" "$execlog" "$out/lwp-dme"
+    # the clock events with cost-model=detailed (choice 70), the same way
+    run_prog dme-clocks "dme-check --clocks max,+lwp,cost-model=detailed" \
+        python3 "$here/dme-check.py" --clocks "$qemu" "$execlog" \
+        "$out/lwp-dme"
     # latencies rounded to 16 cycles (spec 2.4.1)
     run_prog lwp-dme "lwp-dme max,+lwp,lwp-latency-rnd=4" \
         "$qemu" -cpu max,+lwp,lwp-latency-rnd=4,lwp-latency-max=10 \

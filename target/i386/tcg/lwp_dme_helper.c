@@ -28,10 +28,10 @@ void lwp_dme_take(CPUX86State *env, LwpEventInfo *ev)
 {
     LwpState *s = &env->lwp;
 
-    if (!env->lwp_dme_due) {
+    if (!(env->lwp_dme_due & LWP_DUE_DME)) {
         return;
     }
-    env->lwp_dme_due = 0;
+    env->lwp_dme_due &= ~LWP_DUE_DME;
     if (s->cb_addr && (s->flags & LWP_FEAT_DME) &&
         s->counter[LWP_EVENT_ID_DME] < 0) {
         ev->events |= LWP_FEAT_DME;
@@ -62,8 +62,8 @@ static void lwp_dme_event(CPUX86State *env, LwpCacheResult r)
     if (*counter > LWP_ENGINE_COUNTER_FLOOR) {
         --*counter;
     }
-    if (*counter < 0 && !env->lwp_dme_due) {
-        env->lwp_dme_due = 1;
+    if (*counter < 0 && !(env->lwp_dme_due & LWP_DUE_DME)) {
+        env->lwp_dme_due |= LWP_DUE_DME;
         env->lwp_dme_addr = r.addr;
         env->lwp_dme_latency = r.latency;
         env->lwp_dme_src = src;
@@ -79,10 +79,11 @@ static void lwp_dme_event(CPUX86State *env, LwpCacheResult r)
  * counter below 0 gathers the record, which the instruction stores when
  * it retires (helper_lwp_dme_commit, helper_lwp_fire); the counter counts
  * on below 0 until then (spec 1.1 step 2).  A line-crossing load is one
- * load (lwp_cache_load).
+ * load (lwp_cache_load).  With @stalls, its latency above L1's is a stall
+ * of the instruction's clocks (lwp_x86_stall).
  */
 static inline void lwp_dme_count(CPUX86State *env, target_ulong addr,
-                                 uint32_t size, bool elig)
+                                 uint32_t size, bool elig, bool stalls)
 {
     X86CPU *cpu = env_archcpu(env);
     LwpState *s = &env->lwp;
@@ -94,6 +95,9 @@ static inline void lwp_dme_count(CPUX86State *env, target_ulong addr,
         return;
     }
     r = lwp_cache_load(cpu->lwp_cache, addr, size);
+    if (stalls && cpu->cost_load[r.level]) {
+        lwp_x86_stall(env, cpu->cost_load[r.level]);
+    }
     counted = (r.misses != 0) & elig & (s->cb_addr != 0) &
               !!(s->flags & LWP_FEAT_DME);
     /*
@@ -114,7 +118,8 @@ static inline void lwp_dme_count(CPUX86State *env, target_ulong addr,
 void helper_lwp_dme_load(CPUX86State *env, target_ulong addr, uint32_t desc)
 {
     lwp_dme_count(env, addr, extract32(desc, 0, LWP_DME_ELIGIBLE_SHIFT),
-                  desc >> LWP_DME_ELIGIBLE_SHIFT);
+                  extract32(desc, LWP_DME_ELIGIBLE_SHIFT, 1),
+                  extract32(desc, LWP_DME_STALLS_SHIFT, 1));
 }
 
 /*
@@ -135,24 +140,113 @@ void lwp_x86_dme_load_slow(CPUX86State *env, target_ulong addr,
         return;
     }
     prof = x86_tb_prof(tb);
-    if (!(prof & X86_PROF_LWP_DME)) {
+    if (!(prof & (X86_PROF_LWP_DME | X86_PROF_LWP_STALLS))) {
         return;
     }
-    if (prof & X86_PROF_LWP_IPF) {
+    if ((prof & X86_PROF_LWP_DME) && (prof & X86_PROF_LWP_IPF)) {
         elig = cpu_unwind_state_data(env_cpu(env), ra, data) &&
                lwp_eligible_in(env, prof, x86_unwind_eip(env, tb, data[0]));
     }
-    lwp_dme_count(env, addr, size, elig);
+    lwp_dme_count(env, addr, size, elig && (prof & X86_PROF_LWP_DME),
+                  prof & X86_PROF_LWP_STALLS);
 }
 
-/* The instruction at @ip retired: store the record it gathered */
-void helper_lwp_dme_commit(CPUX86State *env, target_ulong ip)
+/*
+ * cost-model=detailed (choice 70): @n clocks in which the current CPL 3
+ * instruction stalls (a load's latency above L1's, a mispredict's
+ * penalty), after its own.  CNH and RNH count them once it retires
+ * (helper_lwp_dme_commit); an instruction that does not retire has its
+ * stalls dropped at the next TB's start.
+ */
+void lwp_x86_stall(CPUX86State *env, uint32_t n)
+{
+    if (!(env->lwp_dme_due & LWP_DUE_STALL)) {
+        env->lwp_dme_due |= LWP_DUE_STALL;
+        env->lwp_stall = 0;
+    }
+    env->lwp_stall += n;
+}
+
+/*
+ * The stalls of the instruction at @ip, which retired, come off the
+ * counters of CNH and RNH, if it is eligible under the IP filter.  The
+ * TB's start counted the clocks of the instructions after it: when a
+ * counter has fewer left than the stalls, at the start of the next
+ * instruction (LWP_COMMIT_MID; helper called at @ra) those are given
+ * back first and the TB ends there once the records are due (returns
+ * true), so that the next TB counts them afresh.  The records of the
+ * counters that went below 0 are added to @ev's events.
+ */
+static bool lwp_stall_commit(CPUX86State *env, LwpEventInfo *ev,
+                             target_ulong ip, uint32_t how, uintptr_t ra)
+{
+    static const struct {
+        int id;
+        uint32_t feat;
+    } clk[2] = {
+        { LWP_EVENT_ID_CNH, LWP_FEAT_CNH },
+        { LWP_EVENT_ID_RNH, LWP_FEAT_RNH },
+    };
+    LwpState *s = &env->lwp;
+    uint32_t n = env->lwp_stall;
+    uint32_t ev_mask = s->cb_addr ? s->flags : 0;
+    bool big = false;
+    int k;
+
+    env->lwp_dme_due &= ~LWP_DUE_STALL;
+    env->lwp_stall = 0;
+    if (!(env->prof & X86_PROF_LWP_STALLS) ||
+        !lwp_eligible_in(env, env->prof, ip)) {
+        return false;
+    }
+    for (k = 0; k < ARRAY_SIZE(clk); k++) {
+        if ((ev_mask & clk[k].feat) && s->counter[clk[k].id] < (int64_t)n) {
+            big = true;
+        }
+    }
+    if (big) {
+        /* the records of the instructions before this one come first */
+        lwp_x86_commit(env);
+        if (how & LWP_COMMIT_MID) {
+            lwp_x86_flush_recount(env, ra, 1);
+        }
+    }
+    for (k = 0; k < ARRAY_SIZE(clk); k++) {
+        if (ev_mask & clk[k].feat) {
+            s->counter[clk[k].id] -= n;
+            if (s->counter[clk[k].id] < 0) {
+                ev->events |= clk[k].feat;
+            }
+        }
+    }
+    return big && (how & LWP_COMMIT_MID);
+}
+
+/*
+ * The instruction at @ip retired: its stalls come off the clocks, and the
+ * records it made due are stored, with the DCache Miss record it gathered
+ * (in EventId order), unless helper_lwp_fire stores them at the exit of
+ * an exact TB (@how, LWP_COMMIT_*)
+ */
+void helper_lwp_dme_commit(CPUX86State *env, target_ulong ip, uint32_t how)
 {
     LwpEventInfo ev = { .ip = ip };
+    bool leave = false;
 
+    if (env->lwp_dme_due & LWP_DUE_STALL) {
+        leave = lwp_stall_commit(env, &ev, ip, how, GETPC());
+    }
+    if (how & LWP_COMMIT_EXACT) {
+        return;
+    }
     lwp_dme_take(env, &ev);
     if (ev.events) {
         lwp_store_due(env, &ev);
+    }
+    if (leave) {
+        /* count the rest of the TB again from the next instruction */
+        lwp_x86_flush_recount(env, GETPC(), -1);
+        cpu_loop_exit_restore(env_cpu(env), GETPC());
     }
 }
 

@@ -273,66 +273,32 @@ void helper_pmu_tb_slow(CPUX86State *env, uint64_t inc0, uint64_t inc1,
     }
 }
 
-/* The linear address of @eip in the current code segment */
-static uint64_t pmu_linear(CPUX86State *env, target_ulong eip)
-{
-    if (env->hflags & HF_CS64_MASK) {
-        return eip;
-    }
-    return (uint32_t)(env->segs[R_CS].base + eip);
-}
-
 static bool pmu_stalls(CPUX86State *env, const uint32_t *n, uintptr_t ra,
                        bool *leave);
 
 /*
- * The near branch at EIP @ip retired (gen_pmu_bpred): the predictor model
- * takes it (@kind PMU_BPRED_*; @target the EIP it went to, @ret the EIP
- * of a CALL's return), and if it mispredicted it, every counter of
+ * The predictor model mispredicted the near branch of PMU_BPRED_* kind
+ * @kind that retired at this CPL (helper_pmu_bpred): every counter of
  * mispredicted branches of its kind at this CPL counts it, and with
  * cost-model=detailed every counter of cycles its stall.  A PMI that
- * follows is taken before the instruction at @target.
+ * follows is taken before the instruction at the branch's target.
  */
-void helper_pmu_bpred(CPUX86State *env, uint32_t kind, target_ulong ip,
-                      target_ulong target, target_ulong ret)
+void pmu_x86_mispredict(CPUX86State *env, unsigned kind)
 {
+    static const unsigned br_of[] = {
+        [PMU_BPRED_NOT_TAKEN] = PMU_BR_COND,
+        [PMU_BPRED_TAKEN] = PMU_BR_COND,
+        [PMU_BPRED_JMP] = PMU_BR_JMP,
+        [PMU_BPRED_CALL_IND] = PMU_BR_CALL,
+        [PMU_BPRED_RET] = PMU_BR_RET,
+    };
     const PmuProfile *p = env_archcpu(env)->pmu_profile;
-    BpredState *b = &env->bpred;
-    uint64_t lip = pmu_linear(env, ip), to = pmu_linear(env, target);
     unsigned cpl = env->hflags & HF_CPL_MASK ? PMU_CPL123 : PMU_CPL0;
-    PmuRegs regs;
-    unsigned br, i, cycles;
-    bool misp, pmi = false;
+    unsigned br = br_of[kind];
+    PmuRegs regs = x86_pmu_regs(env);
+    unsigned i, cycles;
+    bool pmi = false;
 
-    switch (kind) {
-    case PMU_BPRED_NOT_TAKEN:
-    case PMU_BPRED_TAKEN:
-        misp = bpred_cond(b, lip, kind == PMU_BPRED_TAKEN);
-        br = PMU_BR_COND;
-        break;
-    case PMU_BPRED_JMP:
-        misp = bpred_indirect(b, lip, to);
-        br = PMU_BR_JMP;
-        break;
-    case PMU_BPRED_CALL:
-        bpred_call(b, pmu_linear(env, ret));
-        return;
-    case PMU_BPRED_CALL_IND:
-        misp = bpred_indirect(b, lip, to);
-        bpred_call(b, pmu_linear(env, ret));
-        br = PMU_BR_CALL;
-        break;
-    case PMU_BPRED_RET:
-        misp = bpred_ret(b, to);
-        br = PMU_BR_RET;
-        break;
-    default:
-        g_assert_not_reached();
-    }
-    if (!misp) {
-        return;
-    }
-    regs = x86_pmu_regs(env);
     for (i = 0; i < PMU_MAX_GP; i++) {
         if ((env->pmu_misp_kinds[cpl == PMU_CPL123][i] & br) &&
             pmu_add(p, &regs, false, i, 1)) {
