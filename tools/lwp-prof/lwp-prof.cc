@@ -67,7 +67,8 @@ const char *const kUsage =
     "      --qemu PATH       run under this qemu-x86_64 (default: found next\n"
     "                        to lwp-prof, $LWP_PROF_QEMU or in PATH, unless\n"
     "                        the CPU has LWP)\n"
-    "      --cpu MODEL       qemu's -cpu (default max,+lwp)\n"
+    "      --cpu MODEL       qemu's -cpu (default max,+lwp, and\n"
+    "                        max,+lwp,cost-model=detailed with cnh or rnh)\n"
     "      --qemu-arg ARG    one more qemu argument (repeatable), e.g.\n"
     "                        --qemu-arg -plugin --qemu-arg lib.so\n"
     "      --native          run the program directly (a CPU or VM with LWP)\n"
@@ -88,8 +89,9 @@ const char *const kUsage =
     "      --top N           functions to list (default 20, 0: all)\n"
     "      --annotate N      hottest functions to disassemble (default 3)\n"
     "      --branches N      hot branches to list (default 10)\n"
-    "      --event NAME      the event that ranks functions (default: the\n"
-    "                        first of ire, bre, dme, cnh, rnh in FILE)\n"
+    "      --event NAME      the event that ranks functions (default: cnh\n"
+    "                        or rnh when FILE has them, else the first of\n"
+    "                        ire, bre, dme in FILE)\n"
     "      --force           read a file whose recording did not finish:\n"
     "                        its whole chunks\n"
     "      --symfs DIR       read the program's file /path as DIR/path when\n"
@@ -127,11 +129,19 @@ const char *const kEventMeasures[LWP_NUM_EVENTS + 1] = {
     "(where branches retire, taken or not)",
     "(loads that miss the DCache of qemu-lwp's cache model, "
     "docs/cache-model.md)",
-    "(clocks of qemu-lwp's cost model: one per instruction and one more per "
-    "branch; not the host's time)",
-    "(clocks of qemu-lwp's cost model: one per instruction and one more per "
-    "branch; not the host's time)",
+    "(clocks of qemu-lwp's simple cost model: one per instruction and one "
+    "more per branch; record them with --cpu ...,cost-model=detailed to "
+    "charge cache misses and mispredicts)",
+    "(clocks of qemu-lwp's simple cost model: one per instruction and one "
+    "more per branch; record them with --cpu ...,cost-model=detailed to "
+    "charge cache misses and mispredicts)",
 };
+// ... for the clocks recorded with cost-model=detailed
+const char *const kClocksDetailed =
+    "(clocks of qemu-lwp's detailed cost model: one per instruction and one "
+    "more per branch, plus each load's latency above L1's in the cache "
+    "model and 20 per mispredicted branch: where a modelled core spends "
+    "its time, not the host's)";
 
 [[noreturn]] void die(int status, const char *fmt, ...)
 {
@@ -744,7 +754,7 @@ bool load_profile(const std::string &path, Profile &prof, std::string &err,
               "finish, or the file was cut)" + retry;
         return false;
     }
-    if (prof.info.empty()) {
+    if (!prof.info.count("flags")) {
         err = path + ": no INFO chunk: the recorder never started in the "
               "program";
         return false;
@@ -854,7 +864,7 @@ struct RecordOpts {
                 preload;
     unsigned ring_kb = 1024;
     bool native = false, force_qemu = false, quiet = false,
-         follow_exec = true, stacks = false, aslr = false;
+         follow_exec = true, stacks = false, aslr = false, cpu_given = false;
     std::vector<std::string> argv, qemu_args;
 };
 
@@ -1056,6 +1066,7 @@ int cmd_record(int argc, char **argv)
         } else if (a == "--cpu") {
             o.cpu = in.value("--cpu");
             o.force_qemu = true;
+            o.cpu_given = true;
         } else if (a == "--qemu-arg") {
             o.qemu_args.push_back(in.value("--qemu-arg"));
             o.force_qemu = true;
@@ -1091,9 +1102,15 @@ int cmd_record(int argc, char **argv)
         die(2, "record: no program to run (lwp-prof record -o FILE -- "
             "PROGRAM ARGS...)");
     }
-    std::string bad = check_events(o.events);
+    std::map<int, unsigned long> asked;
+    std::string bad = check_events(o.events, &asked);
     if (!bad.empty()) {
         die(2, "record: -e %s: %s", o.events.c_str(), bad.c_str());
+    }
+    // the clocks charge cache misses and mispredicts (choice 70)
+    if (!o.cpu_given && (asked.count(LWP_EVENT_ID_CNH) ||
+                         asked.count(LWP_EVENT_ID_RNH))) {
+        o.cpu = "max,+lwp,cost-model=detailed";
     }
     if (o.native && o.force_qemu) {
         die(2, "record: --native runs without qemu: not with --qemu, --cpu "
@@ -1151,7 +1168,16 @@ int cmd_record(int argc, char **argv)
     uint32_t v = LWPPROF_VERSION, hs = LWPPROF_HEADER_SIZE;
     memcpy(hdr + 8, &v, 4);
     memcpy(hdr + 12, &hs, 4);
-    if (write(fd, hdr, sizeof(hdr)) != sizeof(hdr)) {
+    // an INFO chunk of the recorder's own: what the clocks counted
+    std::string info = "cpu=" + (native ? std::string("native") : o.cpu) +
+                       "\n";
+    std::vector<uint8_t> chunk(LWPPROF_CHUNK_HEADER + (info.size() + 7) / 8 * 8);
+    uint32_t type = LWPPROF_INFO, size = uint32_t(info.size());
+    memcpy(chunk.data(), &type, 4);
+    memcpy(chunk.data() + 4, &size, 4);
+    memcpy(chunk.data() + LWPPROF_CHUNK_HEADER, info.data(), info.size());
+    if (write(fd, hdr, sizeof(hdr)) != sizeof(hdr) ||
+        write(fd, chunk.data(), chunk.size()) != ssize_t(chunk.size())) {
         die(125, "%s: write failed", out.c_str());
     }
     close(fd);
@@ -2233,16 +2259,26 @@ int cmd_report(int argc, char **argv)
     if (!load_profile(file, prof, err, force, &warning)) {
         die(1, "%s", err.c_str());
     }
-    // The event that ranks: --event, else the first the file has
-    std::string recorded;
+    // The event that ranks: --event, else the clocks (time, with the
+    // detailed cost model), else the first the file has
+    std::string recorded, first;
     for (int id = 2; id <= LWP_NUM_EVENTS; id++) {
         if (interval_of(prof, id)) {
-            if (event.empty()) {
-                event = kEventNames[id];
+            if (first.empty()) {
+                first = kEventNames[id];
             }
             recorded += std::string(recorded.empty() ? "" : ", ") +
                         kEventNames[id];
         }
+    }
+    for (int id : {LWP_EVENT_ID_CNH, LWP_EVENT_ID_RNH}) {
+        if (interval_of(prof, id)) {
+            first = kEventNames[id];
+            break;
+        }
+    }
+    if (event.empty()) {
+        event = first;
     }
     if (event.empty()) {
         event = "ire";
@@ -2467,7 +2503,10 @@ int cmd_report(int argc, char **argv)
     if (interval) {
         printf(", one per %" PRIu64 " %s", interval + 1, kEventUnits[ev]);
     }
-    printf(")\n  %s\n", kEventMeasures[ev]);
+    bool detailed = (ev == LWP_EVENT_ID_CNH || ev == LWP_EVENT_ID_RNH) &&
+                    prof.info["cpu"].find("cost-model=detailed") !=
+                        std::string::npos;
+    printf(")\n  %s\n", detailed ? kClocksDetailed : kEventMeasures[ev]);
     if (!total) {
         printf("  no %s records\n", event.c_str());
     } else {

@@ -19,6 +19,8 @@
  *                       hot function (the annotated disassembly names them)
  *   prof-work dme       main runs work_m only: loads that miss every cache
  *                       level (DCache Misses)
+ *   prof-work mixed     main runs work_m, then work_b: few instructions
+ *                       that wait for DRAM, then many that do not
  *   prof-work sigwait   waits for the SIGIO it sends itself, as a program
  *                       that takes SIGIO as a notification does: blocks
  *                       it, raise() and sigwaitinfo, runs work_a, work_b
@@ -275,7 +277,7 @@ int main(int argc, char **argv)
         work_c();
     } else if (!strcmp(mode, "lwpinsn")) {
         work_l();
-    } else if (!strcmp(mode, "dme")) {
+    } else if (!strcmp(mode, "dme") || !strcmp(mode, "mixed")) {
         void *buf = mmap(NULL, DME_PAGES * 4096, PROT_READ,
                          MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
@@ -283,6 +285,9 @@ int main(int argc, char **argv)
             return 1;
         }
         work_m(buf);
+        if (!strcmp(mode, "mixed")) {
+            work_b();
+        }
     } else if (!strcmp(mode, "lwpint")) {
         self_profile();
     } else if (!strcmp(mode, "sigwait")) {

@@ -511,12 +511,13 @@ check "DCache Misses: the file has no other event: functions ranked by it" \
 check "DCache Misses: the annotation is of DCache Misses records" \
     grep -q 'instruction (samples: DCache Misses records)' "$OUT/dme.report"
 
-# --- a file with CPU Clocks not Halted only: ranked by it.  The cost model
-# (docs/implementation-choices.md, choice 48) charges a clock per
-# instruction and one more per branch: a work_ function's clocks are its
-# instructions (the plugin's count) plus its iterations' JNZ and its RET
+# --- a file with CPU Clocks not Halted only: ranked by it.  The simple
+# cost model (docs/implementation-choices.md, choice 48, --cpu max,+lwp)
+# charges a clock per instruction and one more per branch: a work_
+# function's clocks are its instructions (the plugin's count) plus its
+# iterations' JNZ and its RET
 plug=(--qemu-arg -plugin --qemu-arg "$OUT/insn-count.so,out=$OUT/cnh.counts")
-"$P" record -q -e cnh:$I "${plug[@]}" -o "$OUT/cnh.lwpprof" -- "$W" >/dev/null 2>&1
+"$P" record -q -e cnh:$I --cpu max,+lwp "${plug[@]}" -o "$OUT/cnh.lwpprof" -- "$W" >/dev/null 2>&1
 "$P" report --top 5 --annotate 1 -s "$OUT/cnh.json" "$OUT/cnh.lwpprof" >"$OUT/cnh.report" 2>&1
 check "cnh only: report exits 0" test $? = 0
 check "cnh only: functions ranked by CPU Clocks not Halted" \
@@ -537,6 +538,37 @@ valid_speedscope "cnh only: the speedscope file holds them" "$OUT/cnh.report" "$
 "$P" report --event ire -s - "$OUT/cnh.lwpprof" >/dev/null 2>"$OUT/err"; rc=$?
 [ $rc = 2 ] && grep -q "has no ire records (it has cnh)" "$OUT/err" &&
     ok "cnh only: --event ire: exit 2, $(cat "$OUT/err")" || nok "cnh only: --event ire (rc $rc: $(cat "$OUT/err"))"
+check "cnh only, --cpu max,+lwp: the report says the simple cost model" \
+    grep -q "clocks of qemu-lwp's simple cost model" "$OUT/cnh.report"
+
+# --- the clocks by default (record -e cnh: max,+lwp,cost-model=detailed,
+# choice 70) rank like time: "prof-work mixed" runs work_m, 131072 loads
+# that each wait for DRAM (5 instructions and a branch per load, 252
+# clocks of stall each: the latency 256 less L1's 4), then work_b, 3
+# million iterations of DEC and JNZ.  Instructions put work_b first, the
+# clocks work_m, with its instructions (the plugin's count), its 131072
+# JNZ and its RET, and the stalls, within 2 samples (its RET's load and
+# two mispredicts are under 500 clocks)
+plug=(--qemu-arg -plugin --qemu-arg "$OUT/insn-count.so,out=$OUT/time.counts")
+"$P" record -q -e ire:$I,cnh:$I "${plug[@]}" -o "$OUT/time.lwpprof" -- "$W" mixed >/dev/null 2>&1
+check "time: record -e ire,cnh exits 0" test $? = 0
+"$P" report --top 5 -s - "$OUT/time.lwpprof" >"$OUT/time.report" 2>&1
+"$P" report --top 5 --event ire -s - "$OUT/time.lwpprof" >"$OUT/time-ire.report" 2>&1
+check "time: the clocks rank by default, of the detailed cost model" \
+    sh -c "grep -q '^Top functions by CPU Clocks not Halted samples' '$OUT/time.report' &&
+           grep -q \"clocks of qemu-lwp's detailed cost model\" '$OUT/time.report'"
+top=$(awk '$2 ~ /%$/ {print $5; exit}' "$OUT/time.report")
+topi=$(awk '$2 ~ /%$/ {print $5; exit}' "$OUT/time-ire.report")
+check "time: work_m first by clocks (${top:-none}), work_b by instructions (${topi:-none})" \
+    test "$top:$topi" = work_m:work_b
+n=$(( $(insns "$OUT/time.counts" work_m) + 131072 + 1 + 131072 * 252 ))
+s=$(samples "$OUT/time.report" work_m)
+if [ -n "$s" ] && [ $((s * (I + 1) - n)) -le $((2 * (I + 1))) ] &&
+    [ $((n - s * (I + 1))) -le $((2 * (I + 1))) ]; then
+    ok "time: work_m: $s samples for $n clocks"
+else
+    nok "time: work_m: ${s:-no} samples, want $n clocks / $((I + 1)) within 2"
+fi
 "$P" diff "$OUT/det1.lwpprof" "$OUT/cnh.lwpprof" >/dev/null 2>"$OUT/err"; rc=$?
 [ $rc = 2 ] && grep -q "have no event in common" "$OUT/err" &&
     ok "diff of ire,bre against cnh: exit 2, no event in common" || nok "diff with no event in common (rc $rc: $(cat "$OUT/err"))"
