@@ -8,5 +8,6 @@
 
 /* config=dme: the runs whose records tests/user/dme-check.py checks */
 void test_lwp_dme_loads(void);
+void test_lwp_dme_clocks(void);
 
 #endif

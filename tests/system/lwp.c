@@ -40,11 +40,12 @@
 enum config { CONFIG_NOLWP, CONFIG_G4, CONFIG_G5, CONFIG_MAX, CONFIG_MIGRATE,
              CONFIG_SMP, CONFIG_MONITOR, CONFIG_MONITOR_RUN, CONFIG_IRQ,
              CONFIG_DME, CONFIG_PMU, CONFIG_NOPMU, CONFIG_PMU_MONITOR,
-             CONFIG_PMU_MIGRATE, CONFIG_PMU_COST };
+             CONFIG_PMU_MIGRATE, CONFIG_PMU_COST, CONFIG_DME_CLOCKS };
 
 static const char *const config_names[] = {
     "nolwp", "g4", "g5", "max", "migrate", "smp", "monitor", "monitor-run",
     "irq", "dme", "pmu", "nopmu", "pmu-monitor", "pmu-migrate", "pmu-cost",
+    "dme-clocks",
 };
 static enum config config;
 
@@ -548,10 +549,17 @@ int main(u32 magic, u32 mbi)
         report_prefix_pop();
         return report_summary();
     }
-    if (config == CONFIG_DME) {
-        /* -cpu max,+lwp: the DME records of tests/user/dme-check.py */
+    if (config == CONFIG_DME || config == CONFIG_DME_CLOCKS) {
+        /*
+         * -cpu max,+lwp: the DME records of tests/user/dme-check.py;
+         * with cost-model=detailed, the clock records of its --clocks
+         */
         report_prefix_push(config_names[config]);
-        test_lwp_dme_loads();
+        if (config == CONFIG_DME) {
+            test_lwp_dme_loads();
+        } else {
+            test_lwp_dme_clocks();
+        }
         report_prefix_pop();
         return report_summary();
     }

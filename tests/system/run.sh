@@ -150,6 +150,11 @@ execlog=${EXECLOG_PLUGIN:-$(dirname "$(readlink -f "$qemu")")/contrib/plugins/li
 echo "=== dme-check --system: tests.elf config=dme -cpu max,+lwp"
 checker dme 300 python3 "$src/../user/dme-check.py" --system \
     "$qemu" "$execlog" "$build/tests.elf" "${firmware[@]}"
+# ... and the clock records of pointer chases at CPL3, timer interrupts
+# and all, with cost-model=detailed (config=dme-clocks, choice 70)
+echo "=== dme-check --system --clocks: tests.elf config=dme-clocks -cpu max,+lwp,cost-model=detailed"
+checker dme-clocks 300 python3 "$src/../user/dme-check.py" --system --clocks \
+    "$qemu" "$execlog" "$build/tests.elf" "${firmware[@]}"
 
 echo "system: $passed passed, $failed failed"
 [ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]

@@ -36,23 +36,6 @@
 
 #include <inttypes.h>
 
-asm(".text\n"
-    ".globl dme_chase\n"
-    ".type dme_chase, @function\n"
-    "dme_chase:\n"
-    "    llwpcb %rdi\n"
-    "    mov %rsi, %rax\n"
-    ".globl dme_chase_load\n"
-    "dme_chase_load:\n"
-    "1:  mov (%rax), %rax\n"
-    "    dec %rdx\n"
-    "    jnz 1b\n"
-    "    xor %edi, %edi\n"
-    "    llwpcb %rdi\n"
-    "    ret\n"
-    ".globl dme_chase_end\n"
-    "dme_chase_end:\n");
-
 #include "lwp-dme-loads.c.inc"
 
 asm(".text\n"
