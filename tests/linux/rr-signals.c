@@ -25,7 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define WANT 10
+#define WANT 8
 
 static volatile unsigned long iter;
 static volatile int n_alrm, n_rt, n_usr1, n_usr2, rt_val;
@@ -110,18 +110,20 @@ int main(void)
     printf("det fault 2 gave %s\n", s == SIGFPE ? "SIGFPE" : "something else");
 
     /*
-     * asynchronous: an interval timer and a POSIX timer, 20 ms and 30 ms
+     * asynchronous: an interval timer and a POSIX timer, 50 ms and 70 ms
      * (with 2 and 3 ms, rr in the TCG guest took longer than that for
-     * each signal, and the queued SIGRTMINs kept the loop from starting)
+     * each signal, and the queued SIGRTMINs kept the loop from starting;
+     * with 20 and 30 ms, under -smp 2, they came in bunches at 4
+     * iterations)
      */
-    struct itimerval it = { { 0, 20000 }, { 0, 20000 } };
+    struct itimerval it = { { 0, 50000 }, { 0, 50000 } };
     timer_t tid;
     struct sigevent sev;
     memset(&sev, 0, sizeof(sev));
     sev.sigev_notify = SIGEV_SIGNAL;
     sev.sigev_signo = SIGRTMIN;
     sev.sigev_value.sival_int = 4242;
-    struct itimerspec its = { { 0, 30000000 }, { 0, 30000000 } };
+    struct itimerspec its = { { 0, 70000000 }, { 0, 70000000 } };
     if (timer_create(CLOCK_MONOTONIC, &sev, &tid) || timer_settime(tid, 0, &its, NULL) ||
         setitimer(ITIMER_REAL, &it, NULL)) {
         perror("timers");

@@ -281,6 +281,10 @@ for smp in ${RR_SMP:-1 2}; do
     if [ -z "$built" ]; then
         continue
     fi
+    # What rr 5.9.0's start-up checks concluded (RR_LOG=perfcounters:debug):
+    # printed, not checked
+    lines err startup record | grep -o '\(has_[a-z_]*\|only_one_counter\|supports txcp\|min_period\|count\)=[0-9a-z]*' |
+        paste -sd' ' | sed 's/^/    rr 5.9.0 start-up: /'
 
     for name in single race signals script; do
         rec=$(lines out $name record) rep=$(lines out $name replay)

@@ -482,6 +482,16 @@ else
     check 1 "fetch Debian's linux-perf and build the perf initramfs (tests/linux/fetch.sh perf)"
 fi
 
+# 2d. rr records and replays in the PMU guest (tests/linux/rr.sh: Debian's
+# kernel, -cpu Nehalem,pmu=on, -smp 1 and 2); its lines count here
+while IFS= read -r line; do
+    echo "$line"
+    case $line in
+    PASS:*) passed=$((passed + 1)) ;;
+    FAIL:*) failed=$((failed + 1)) ;;
+    esac
+done < <("$src/rr.sh" "$qemu")
+
 # 3. Our kernel with the LWP series, and LWP programs in it
 while IFS= read -r line; do
     echo "$line"
