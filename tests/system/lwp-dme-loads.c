@@ -176,7 +176,7 @@ void test_lwp_dme_clocks(void)
     make_list(l1_area, 64, 128);
     make_list(l2_area, 4096, 16);
     make_list(l3_area, 4096, 1024);
-    run("clk-l1-first", &r, 0, 99);
+    run("clk-l1-first", &r, 0, 999);
     k = run("clk-l1-second", &r, 104, 104);
     for (unsigned i = 0; i < k; i++) {
         cnh += ring[i].event_id == EVENT_CNH;

@@ -238,7 +238,7 @@ static void clocks(char *l1, char *l2, char *l3, char *dram)
     make_list(l2, 4096, 16);
     make_list(l3, 4096, 1024);
     make_list(dram, 4096, 4096);
-    run_lwp("clk-l1-first", dme_chase, l1, 128, 99, 0, 0, 2);
+    run_lwp("clk-l1-first", dme_chase, l1, 128, 999, 0, 0, 2);
     k = run_lwp("clk-l1-second", dme_chase, l1, 128, 104, 104, 0, 2);
     for (unsigned i = 0; i < k; i++) {
         cnh += recs[i].id == LWP_EVENT_ID_CNH;
