@@ -15,8 +15,9 @@ PKGS=(
     # asan layer uses GCC's libasan8 and libubsan1, which g++ brings)
     clang libclang-rt-14-dev
     # tests/linux: the initramfs (the kernel and busybox are downloaded,
-    # not installed, by tests/linux/fetch.sh)
-    cpio
+    # not installed, by tests/linux/fetch.sh); tests/linux/rr.sh builds
+    # rr 5.9.0 from Debian's source package with these
+    cpio cmake capnproto libcapnp-dev libzstd-dev
     # bench/host-insns.sh: cachegrind
     valgrind
     # tools/lwp-prof: symbols and source lines (libdw; libelf-dev is above),
