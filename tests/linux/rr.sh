@@ -19,7 +19,9 @@
 # dpkg-deb -x, not installed.  One boot per vCPU count in RR_SMP
 # (default "1 2"), each bounded by LINUX_BOOT_TIMEOUT (default 200 s);
 # QEMU_DATADIR, when set, is passed as -L; RR_BUILD=0 leaves the built rr
-# out (the boot then runs rr-period and Debian's rr only).  Prints one PASS:/FAIL: line
+# out (the boot then runs rr-period and Debian's rr only); RR_OWN_TESTS=1
+# adds a selection of rr's own tests (src/test/ of the built rr's source)
+# to each boot, about 2 minutes more per boot.  Prints one PASS:/FAIL: line
 # per check and ends with "rr: N passed, N failed".
 #
 # SPDX-License-Identifier: GPL-2.0-or-later
@@ -36,6 +38,7 @@ src=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=SCRIPTDIR/lib.sh
 . "$src/lib.sh"
 boot_timeout=${LINUX_BOOT_TIMEOUT:-200}
+[ "${RR_OWN_TESTS:-0}" = 1 ] && boot_timeout=${LINUX_BOOT_TIMEOUT:-600}
 logs=$BUILD/test-logs
 out=$BUILD/linux/rr
 mkdir -p "$logs" "$out"
@@ -116,7 +119,7 @@ build_rr() { # prints the installed tree
         [ -n "$v" ] || { log "rr: no source package rr in apt's deb-src lists"; return 1; }
         # the orig tarball is what is built; the Debian packaging is not
         # needed (and was missing from the mirror once: 404)
-        (cd "$d" && apt-get source --download-only -q "rr=$v" >&2) || true
+        (cd "$d" && apt-get source --download-only -q "${sandbox[@]}" "rr=$v" >&2) || true
         t=$(ls "$d"/rr_*.orig.tar.gz 2>/dev/null | sort -V | tail -n 1)
         [ -n "$t" ] || { log "rr: apt-get source rr=$v gave no orig tarball"; return 1; }
     fi
@@ -184,6 +187,59 @@ if ! gcc "${cflags[@]}" -o "$r/bin/rr-single" "$src/rr-single.c" ||
     finish
 fi
 cp "$src/rr-script.sh" "$r/bin/rr-script.sh"
+# rr's own tests (RR_OWN_TESTS=1): a selection from the built rr's
+# src/test/, built as its CMakeLists builds them (-g -O0, -pthread -ldl
+# -lrt, its src/preload and include directories and the build's generated
+# system-call tables), each with the token its .run file checks for and
+# the arguments it gives; one line per test, NAME|TOKEN|RECORD ARGS|ARGS,
+# in /rrtests/list.  Left out: timer (11 s natively) and chew_cpu (10^9
+# iterations), too slow for a TCG guest; futex_pi (this host's kernel
+# refused it natively); x86/rdtsc, which ends with an RDTSCP that QEMU's
+# Nehalem model does not have (SIGILL, recorded and replayed alike);
+# tests whose .run does more than record, replay and compare (debugger
+# scripts, signals sent from outside, flags)
+own_tests=(
+    # signals
+    "alarm|EXIT-SUCCESS||" "alarm2|EXIT-SUCCESS||"
+    "async_signal_syscalls|EXIT-SUCCESS||17" "sigprocmask|EXIT-SUCCESS||"
+    "sigsuspend|EXIT-SUCCESS||" "intr_sleep|EXIT-SUCCESS||"
+    "sigqueueinfo|EXIT-SUCCESS||" "sigaltstack|EXIT-SUCCESS||"
+    "sigchld_interrupt_signal|EXIT-SUCCESS||" "segfault|caught signal 11, exiting||"
+    "int3|EXIT-SUCCESS||"
+    # timers and sleeps
+    "setitimer|EXIT-SUCCESS||" "timerfd|EXIT-SUCCESS||" "nanosleep|EXIT-SUCCESS||"
+    "clock_nanosleep|EXIT-SUCCESS||"
+    # threads and futexes
+    "threads|EXIT-SUCCESS|-c20000000|" "clone|EXIT-SUCCESS||"
+    "futex_requeue|EXIT-SUCCESS||" "thread_yield|EXIT-SUCCESS||"
+    "barrier|EXIT-SUCCESS||" "pthread_condvar_locking|EXIT-SUCCESS||"
+    "pthread_rwlocks|EXIT-SUCCESS||" "sched_yield|EXIT-SUCCESS||"
+    # system calls
+    "mmap_shared|EXIT-SUCCESS||" "poll_sig_race|EXIT-SUCCESS||"
+    "epoll_create|EXIT-SUCCESS||" "readv|EXIT-SUCCESS||" "getrandom|EXIT-SUCCESS||"
+    "exec_self|EXIT-SUCCESS||"
+    # the CPU: RDTSC, CPUID, HLE
+    "x86/rdtsc_flags|EXIT-SUCCESS||" "x86/cpuid_same_state|EXIT-SUCCESS||"
+    "x86/chew_cpu_cpuid|EXIT-SUCCESS||" "x86/hle|EXIT-SUCCESS||"
+)
+own_built=0
+if [ "${RR_OWN_TESTS:-0}" = 1 ] && [ -n "$built" ]; then
+    mkdir -p "$r/rrtests"
+    : >"$r/rrtests/list"
+    t=$out/src/tree/src/test
+    for e in "${own_tests[@]}"; do
+        IFS='|' read -r path token rargs pargs <<<"$e"
+        n=${path##*/}
+        if gcc -g -O0 -pthread -I"$t" -I"$t/../preload" -I"$out/src/tree/include" \
+                -I"$out/src/build" -o "$r/rrtests/$n" "$t/$path.c" -ldl -lrt \
+                2>"$logs/rr-own-$n.log"; then
+            echo "$n|$token|$rargs|$pargs" >>"$r/rrtests/list"
+            own_built=$((own_built + 1))
+        else
+            check 1 "rr's own test $path builds (log $logs/rr-own-$n.log)"
+        fi
+    done
+fi
 cp "$src/init-rr" "$r/init"
 chmod 755 "$r/init" "$r/bin/rr-script.sh"
 # rr puts libdl.so.2 into the programs' LD_PRELOAD after its preload
@@ -192,7 +248,7 @@ todo=("$(for d in /lib/x86_64-linux-gnu "$debrr"/root/lib/x86_64-linux-gnu; do
     [ -e "$d/libdl.so.2" ] && echo "$d/libdl.so.2" && break; done)")
 cp -L "${todo[0]}" "$r/lib/x86_64-linux-gnu/libdl.so.2"
 for f in "$r"/usr/bin/rr "$r"/usr/lib/rr/librr*.so "$r"/opt/debian-rr/usr/bin/rr \
-         "$r"/opt/debian-rr/usr/lib/rr/librr*.so "$r"/bin/rr-*; do
+         "$r"/opt/debian-rr/usr/lib/rr/librr*.so "$r"/bin/rr-* "$r"/rrtests/*; do
     [ -f "$f" ] && todo+=("$f")
 done
 seen=" "
@@ -256,7 +312,7 @@ for smp in ${RR_SMP:-1 2}; do
     ev=$(tr -d '\r' <"$log" | grep -ao '@@.*' || true)
     why=$(boot_verdict "$qstatus" "$boot_timeout" "$ev" "$log")
     check "$(result test -z "$why")" "$tag: boots, runs init-rr to its end and powers off, ${secs} s$why (log $log)"
-    grep '^@@\(begin\|cpuinfo\|secs\)' <<<"$ev" | sed 's/^@@/    /' | paste -sd' ' | fold -w 150 | sed 's/^/    /'
+    grep '^@@\(begin\|cpuinfo\|cpuid_fault\|secs\)' <<<"$ev" | sed 's/^@@/    /' | paste -sd' ' | fold -w 150 | sed 's/^/    /'
     dmesg=$(sed -n 's/^@@dmesg //p' <<<"$ev")
     line="Performance Events: Nehalem events, Intel PMU driver."
     check "$(result grep -qF "] $line" <<<"$dmesg")" "$tag: kernel log says \"$line\""
@@ -321,6 +377,27 @@ for smp in ${RR_SMP:-1 2}; do
             [ "$rec" = "$rep" ] || diff <(echo "$rec") <(echo "$rep") | head -n 6 | paste -sd'|' | sed 's/^/: /')"
         [ "$name" = script ] || grep -v '^det ' <<<"$rec" | sed 's/^/    /'
     done
+    # rr's own tests, as its util.sh's compare_test checks them: the
+    # token in the recording's output, nothing on stderr (but rr's line
+    # saying where the trace goes), replay's output the recording's
+    if [ "$own_built" -gt 0 ]; then
+        own_pass=0
+        while IFS='|' read -r n token _ _; do
+            o="own-$n"
+            rec=$(lines out "$o" record) rep=$(lines out "$o" replay)
+            rerr=$(lines err "$o" record | grep -v "^rr: Saving execution to trace directory \`/tmp/trace-own'\.$")
+            perr=$(lines err "$o" replay)
+            why=""
+            grep -qF -- "$token" <<<"$rec" || why+=", no \"$token\" in the recording's output"
+            [ -z "$rerr" ] || why+=", record stderr: $(head -n 3 <<<"$rerr" | paste -sd'|')"
+            [ "$(status "$o" replay)" = 0 ] || why+=", replay exit status $(status "$o" replay)"
+            [ -z "$perr" ] || why+=", replay stderr: $(head -n 3 <<<"$perr" | paste -sd'|')"
+            [ "$rec" = "$rep" ] || why+=", replay output differs: $(diff <(echo "$rec") <(echo "$rep") | head -n 4 | paste -sd'|')"
+            check "$(result test -z "$why")" "$tag, rr's own test $n: recorded and replayed, $(lines secs "$o" record)+$(lines secs "$o" replay) s${why}"
+            [ -z "$why" ] && own_pass=$((own_pass + 1))
+        done <"$r/rrtests/list"
+        echo "    rr's own tests: $own_pass of $own_built passed"
+    fi
     # The race happened inside rr: rr runs one thread at a time, so an
     # update is lost only when rr switched threads between a load and its
     # store, which only the ticks counter's interrupt can do (the loop
