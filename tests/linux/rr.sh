@@ -132,8 +132,13 @@ build_rr() { # prints the installed tree
     rm -rf "$d/tree" "$d/build" "$out/built.new"
     mkdir -p "$d/tree" "$d/build"
     tar -xzf "$t" -C "$d/tree" --strip-components=1 || return 1
+    # through ccache, with paths relative to build/, so that a clean
+    # clone's build (CI) finds this machine's objects
+    export CCACHE_DIR=${CCACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/ccache}
+    export CCACHE_BASEDIR=$BUILD
     {
         (cd "$d/build" && cmake -G Ninja -DCMAKE_BUILD_TYPE=Release \
+            -DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache \
             -Ddisable32bit=ON -DBUILD_TESTS=OFF -Dstrip=ON -DCMAKE_INSTALL_LIBDIR=lib \
             -DCMAKE_INSTALL_PREFIX=/usr "$d/tree") &&
         nice ninja -C "$d/build" -j "$JOBS" &&
