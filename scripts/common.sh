@@ -8,6 +8,11 @@ QBUILD=$BUILD/qemu
 # Downloaded tarballs survive `rm -rf build` and fresh clones
 CACHE=${QEMU_LWP_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/qemu-lwp}
 JOBS=${JOBS:-2}
+# ccache: the scripts give it paths relative to build/ (CCACHE_BASEDIR);
+# without the build directory in the hash too, a clean clone's build
+# (CI), a series step's and build/qemu's serve each other (only the
+# debug info's compilation directory may name the other one)
+export CCACHE_NOHASHDIR=1
 # The overlay: the series' new files that the project keeps too (prepare.sh)
 OVERLAY_DIRS=(target hw include tcg-helpers tests/qtest)
 QEMU_TARGETS=x86_64-softmmu,x86_64-linux-user
