@@ -70,6 +70,8 @@ void helper_pmu_bpred(CPUX86State *env, uint32_t kind, target_ulong ip,
         return;
     }
 #ifndef CONFIG_USER_ONLY
-    pmu_x86_mispredict(env, kind);
+    if (env_archcpu(env)->pmu_profile) {
+        pmu_x86_mispredict(env, kind);
+    }
 #endif
 }

@@ -154,9 +154,9 @@ void lwp_x86_dme_load_slow(CPUX86State *env, target_ulong addr,
 /*
  * cost-model=detailed (choice 70): @n clocks in which the current CPL 3
  * instruction stalls (a load's latency above L1's, a mispredict's
- * penalty), after its own.  CNH and RNH count them once it retires
- * (helper_lwp_dme_commit); an instruction that does not retire has its
- * stalls dropped at the next TB's start.
+ * penalty), after its own.  CNH and RNH count them once it retires at
+ * CPL 3 (helper_lwp_dme_commit); an instruction that does not has them
+ * dropped, there or at the next CPL 3 TB's start.
  */
 void lwp_x86_stall(CPUX86State *env, uint32_t n)
 {
@@ -173,9 +173,9 @@ void lwp_x86_stall(CPUX86State *env, uint32_t n)
  * TB's start counted the clocks of the instructions after it: when a
  * counter has fewer left than the stalls, at the start of the next
  * instruction (LWP_COMMIT_MID; helper called at @ra) those are given
- * back first and the TB ends there once the records are due (returns
- * true), so that the next TB counts them afresh.  The records of the
- * counters that went below 0 are added to @ev's events.
+ * back first, and the TB ends there (returns true) once the records that
+ * fall due are stored, so that the next TB counts them afresh.  The
+ * records of the counters that went below 0 are added to @ev's events.
  */
 static bool lwp_stall_commit(CPUX86State *env, LwpEventInfo *ev,
                              target_ulong ip, uint32_t how, uintptr_t ra)
@@ -233,6 +233,11 @@ void helper_lwp_dme_commit(CPUX86State *env, target_ulong ip, uint32_t how)
     LwpEventInfo ev = { .ip = ip };
     bool leave = false;
 
+    /* a far CALL or JMP that left CPL 3 did not retire there (choice 39) */
+    if ((env->hflags & HF_CPL_MASK) != 3) {
+        env->lwp_dme_due = 0;
+        return;
+    }
     if (env->lwp_dme_due & LWP_DUE_STALL) {
         leave = lwp_stall_commit(env, &ev, ip, how, GETPC());
     }
