@@ -319,7 +319,9 @@ perf_count() {
 }
 # perf_big NAME: the 100000000-iteration runs of the last perf_boot: with
 # seven events on four general and one fixed counter, multiplexed, each
-# scaled count within 10% of the exact one (run 6, alone); moved between
+# scaled count within 15% of the exact one (run 6, alone): perf scales by
+# the guest time each event ran, and TCG's guest clock follows the host's,
+# so the host's timing moves the estimate (10.3% seen once); moved between
 # CPUs, the exact counts (and on more than one CPU, moves that perf saw)
 perf_big() {
     local ie be v5 mx bad m7 i7 b7
@@ -327,9 +329,9 @@ perf_big() {
     v5=$(awk -F, '{ split($1, a, " ") }
         a[1] == "@@stat" && a[2] == 5 { print a[3], $3, $5 }' <<<"$ev")
     mx=$(awk -v ie="${ie:-0}" -v be="${be:-0}" '{ e = $2 ~ /^instr/ ? ie : be }
-        e > 0 && $3 + 0 < 100 && ($1 - e) ^ 2 <= (e / 10) ^ 2' <<<"$v5" | wc -l)
+        e > 0 && $3 + 0 < 100 && ($1 - e) ^ 2 <= (e * 15 / 100) ^ 2' <<<"$v5" | wc -l)
     bad=$(awk '{ printf "%s %s (%s%%) ", $2, $1, $3 }' <<<"$v5")
-    check "$(result test "$mx" = 7)" "perf stat, $1: instructions:u and six branch events on five counters, multiplexed, each scaled within 10% of perf-loop 100000000's $ie instructions and $be branches (got $bad)"
+    check "$(result test "$mx" = 7)" "perf stat, $1: instructions:u and six branch events on five counters, multiplexed, each scaled within 15% of perf-loop 100000000's $ie instructions and $be branches (got $bad)"
     i7=$(perf_count 7 instructions:u) b7=$(perf_count 7 branches:u)
     m7=$(perf_count 7 cpu-migrations)
     check "$(result test "${ie:-x} ${be:-x}" = "$i7 $b7")" "perf stat, $1: perf-loop 100000000 moved between CPUs with taskset, exact: $ie instructions and $be branches, as alone (got $i7 $b7, $m7 migrations)"
