@@ -35,7 +35,11 @@
 #define PMU_MSR_A_PMC0 0x4c1            /* IA32_A_PMC0 .. 7, full width */
 #define PMU_MSR_DEBUGCTL 0x1d9          /* IA32_DEBUGCTL */
 
-/* IA32_DEBUGCTL's flag that freezes the counters on a PMI (SDM 18.5.3.1) */
+/*
+ * IA32_DEBUGCTL's flags: single-step on branches (SDM 17.4.3), and
+ * freeze the counters on a PMI (SDM 18.5.3.1)
+ */
+#define PMU_DEBUGCTL_BTF (1ull << 1)
 #define PMU_DEBUGCTL_FREEZE_PERFMON_ON_PMI (1ull << 12)
 
 /* How many of each the architecture has room for at those addresses */

@@ -85,9 +85,10 @@ constexpr PmuProfile kNehalem = {
 constexpr uint64_t kEvtselValid = bits(32);
 
 // The IA32_DEBUGCTL flags that are modelled: the rest of the defined bits
-// belong to the branch-recording facilities (LBR, BTF, BTS), not modelled
+// belong to the branch-recording facilities (LBR, BTS), not modelled
 // yet: writes to them are ignored and they read 0, as without a PMU
-constexpr uint64_t kDebugctlModelled = PMU_DEBUGCTL_FREEZE_PERFMON_ON_PMI;
+constexpr uint64_t kDebugctlModelled =
+    PMU_DEBUGCTL_BTF | PMU_DEBUGCTL_FREEZE_PERFMON_ON_PMI;
 
 uint64_t counter_mask(const PmuProfile *p, bool fixed)
 {

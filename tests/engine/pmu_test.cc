@@ -206,11 +206,15 @@ TEST(PmuMsr, DebugctlFreezePerfmonOnPmi)
             << bit;
     }
     EXPECT_EQ(s.debugctl, 0x1000u);
-    // the branch-recording flags (0, 1, 6-11, 13) are defined, so they do
+    // the branch-recording flags (0, 6-11, 13) are defined, so they do
     // not raise #GP; they are not modelled and read 0
-    ASSERT_EQ(pmu_wrmsr(nehalem(), &s.r, 0x1d9, 0x2fc3), PMU_DONE);
+    ASSERT_EQ(pmu_wrmsr(nehalem(), &s.r, 0x1d9, 0x2fc1), PMU_DONE);
     ASSERT_EQ(pmu_rdmsr(nehalem(), &s.r, 0x1d9, &v), PMU_DONE);
     EXPECT_EQ(v, 0u);
+    // BTF, bit 1 (SDM 17.4.3), is modelled: it reads back
+    ASSERT_EQ(pmu_wrmsr(nehalem(), &s.r, 0x1d9, 0x2fc3), PMU_DONE);
+    ASSERT_EQ(pmu_rdmsr(nehalem(), &s.r, 0x1d9, &v), PMU_DONE);
+    EXPECT_EQ(v, 2u);
 }
 
 TEST(PmuOverflow, PmiRequestFreezesTheCountersWhenAsked)

@@ -286,6 +286,25 @@ perf_init() { # ROOT: an initramfs tree with perf, its libraries, the loop
     gcc -static -O2 -Wall -Wl,-Ttext-segment=0x10000000 \
         -o "$r/bin/perf-loop" "$src/perf-loop.c" || return 1
     gcc -static -O2 -Wall -o "$r/bin/rdpmc-self" "$src/rdpmc-self.c" || return 1
+    gcc -static -O2 -Wall -o "$r/bin/blockstep" "$src/blockstep.c" || return 1
+}
+# blockstep_check TAG: PTRACE_SINGLEBLOCK, which sets IA32_DEBUGCTL.BTF
+# (SDM Vol. 3B 17.4.3; tests/linux/blockstep.c): its stops inside work()
+# are the targets of the branches work() takes, from its listing, and
+# PTRACE_SINGLESTEP of the same function stops after each of its 13
+# instructions
+blockstep_check() {
+    local line bs_want='' bs_got='' bs_steps='' kv
+    line=$(grep '^@@blockstep ' <<<"$ev" || true)
+    for kv in ${line#@@blockstep }; do
+        case $kv in
+        want=*) bs_want=${kv#want=} ;;
+        got=*) bs_got=${kv#got=} ;;
+        steps=*) bs_steps=${kv#steps=} ;;
+        esac
+    done
+    check "$(result test -n "$bs_want" -a "$bs_got" = "$bs_want")" "$1: PTRACE_SINGLEBLOCK stops after the branches taken only, at offsets $bs_want of work() (got ${bs_got:-${line:-nothing}})"
+    check "$(result test "$bs_steps" = 13)" "$1: PTRACE_SINGLESTEP of work() stops after each of its 13 instructions (got ${bs_steps:-nothing})"
 }
 # perf_boot NAME SMP ACCEL [QEMU ARGUMENTS]: the perf guest with -smp SMP
 # -accel ACCEL; its evidence lines in $ev, and one check that it ran to
@@ -463,6 +482,7 @@ if pdir=$("$src/fetch.sh" perf) && perf_init "$dir/initramfs-perf"; then
     else
         check 1 "RDPMC self-monitoring: rdpmc-self printed its counts (${line:-nothing})"
     fi
+    blockstep_check "block stepping, -smp 1"
     # Four vCPUs under MTTCG: the program may be preempted and migrate.
     # Its start-up runs more instructions with more CPUs than with one
     # (static glibc), so the checks are the loop's, as above
@@ -476,6 +496,7 @@ if pdir=$("$src/fetch.sh" perf) && perf_init "$dir/initramfs-perf"; then
     if [[ "$i1$i2$i3$i4$b1$b2$b3" =~ ^[0-9]+$ ]]; then
         check "$(result test "$((i2 - i1)) $((b2 - b1)) $i3 $b3 ${samples:-x}" = "200000 100000 $i1 $b1 $((i4 / 10007))")" "perf under -smp 4, MTTCG: 200000 more instructions and 100000 more branches, the same counts twice, one sample per whole period (got $((i2 - i1)), $((b2 - b1)), $i3 $b3 after $i1 $b1, ${samples:-no} samples of $i4)"
         perf_big smp4
+        blockstep_check "block stepping, -smp 4"
     else
         check 1 "perf under -smp 4, MTTCG: perf stat printed its counts"
     fi

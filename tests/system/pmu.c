@@ -1764,6 +1764,131 @@ static void test_cost(void)
     handle_irq(PMI_VECTOR, NULL);
 }
 
+/*
+ * Single-stepping on branches (Intel SDM Vol. 3B 17.4.3): with
+ * IA32_DEBUGCTL.BTF (bit 1) and EFLAGS.TF, the single-step #DB comes only
+ * after instructions that take a branch, with DR6.BS; the processor
+ * clears BTF when it generates the #DB, so the handler sets it again, as
+ * a debugger does.  btf_run sets TF with POPF (no trap after the
+ * instruction that sets it), then runs a PAUSE, a JMP, a Jcc not taken,
+ * a CALL, a RET, an indirect JMP, LOOP taken twice then not, and an
+ * IRET, and clears TF with POPF.  The branches taken are 7, and their
+ * targets are the labels below; with TF alone each of the 26
+ * instructions from the NOP after the first POPF to the last POPF traps
+ * (TF is checked at an instruction's start).
+ */
+static volatile unsigned btf_traps, btf_bad_dr6, btf_set_in_handler;
+static volatile bool btf_rearm;
+static volatile unsigned long btf_rip[8];
+
+static void btf_db(struct ex_regs *regs)
+{
+    unsigned long dr6;
+
+    asm volatile("mov %%dr6, %0" : "=r"(dr6));
+    if (!(dr6 & (1ul << 14))) {
+        btf_bad_dr6++;
+    }
+    asm volatile("mov %0, %%dr6" : : "r"(0xffff0ff0ul));
+    if (btf_traps < ARRAY_SIZE(btf_rip)) {
+        btf_rip[btf_traps] = regs->rip;
+    }
+    btf_traps++;
+    if (rdmsr(MSR_IA32_DEBUGCTL) & 2) {
+        btf_set_in_handler++;
+    }
+    if (btf_rearm) {
+        wrmsr(MSR_IA32_DEBUGCTL, 2);
+    }
+}
+
+static void btf_run(void)
+{
+    asm volatile("mov $3, %%ecx\n\t"
+                 "pushfq\n\t"
+                 "orq $0x100, (%%rsp)\n\t"
+                 "popfq\n\t"
+                 "nop\n\t"
+                 "pause\n\t"
+                 "jmp btf_1\n"
+                 "btf_1: nop\n\t"
+                 "cmp $3, %%ecx\n\t"
+                 "jne btf_never\n\t"
+                 "call btf_f\n"
+                 "btf_2: lea btf_3(%%rip), %%rax\n\t"
+                 "jmp *%%rax\n"
+                 "btf_3: loop btf_3\n\t"
+                 /* IRET to btf_4, at CPL 0, with TF in its RFLAGS */
+                 "mov %%rsp, %%rax\n\t"
+                 "mov %%ss, %%rdx\n\t"
+                 "push %%rdx\n\t"
+                 "push %%rax\n\t"
+                 "pushfq\n\t"
+                 "mov %%cs, %%rdx\n\t"
+                 "push %%rdx\n\t"
+                 "lea btf_4(%%rip), %%rdx\n\t"
+                 "push %%rdx\n\t"
+                 "iretq\n"
+                 "btf_4: pushfq\n\t"
+                 "andq $~0x100, (%%rsp)\n\t"
+                 "popfq\n\t"
+                 "jmp btf_end\n"
+                 "btf_f: ret\n"
+                 "btf_never: ud2\n"
+                 "btf_end:"
+                 : : : "rax", "rcx", "rdx", "memory", "cc");
+}
+
+static void test_btf(void)
+{
+    extern char btf_1[], btf_2[], btf_3[], btf_4[], btf_f[];
+    const unsigned long want[] = {
+        (unsigned long)btf_1, (unsigned long)btf_f, (unsigned long)btf_2,
+        (unsigned long)btf_3, (unsigned long)btf_3, (unsigned long)btf_3,
+        (unsigned long)btf_4,
+    };
+    unsigned i;
+    bool same = true, kept;
+    u64 v = 0;
+
+    kept = !wrmsr_safe(MSR_IA32_DEBUGCTL, 2) &&
+           !rdmsr_safe(MSR_IA32_DEBUGCTL, &v) && v == 2;
+    report(kept, "DEBUGCTL := BTF - expect kept (got %lx)", (unsigned long)v);
+    handle_irq(1, btf_db);
+    btf_traps = btf_bad_dr6 = btf_set_in_handler = 0;
+    btf_rearm = true;
+    btf_run();
+    for (i = 0; i < ARRAY_SIZE(want); i++) {
+        same &= btf_rip[i] == want[i];
+    }
+    report(btf_traps == 7 && same,
+           "TF with BTF - expect 7 #DBs, at the 7 branch targets (got %u: "
+           "%lx %lx %lx %lx %lx %lx %lx)", btf_traps, btf_rip[0],
+           btf_rip[1], btf_rip[2], btf_rip[3], btf_rip[4], btf_rip[5],
+           btf_rip[6]);
+    report(btf_bad_dr6 == 0 && btf_set_in_handler == 0,
+           "each with DR6.BS, and BTF clear in the handler - expect 0 and 0 "
+           "(got %u, %u)", btf_bad_dr6, btf_set_in_handler);
+    report(rdmsr(MSR_IA32_DEBUGCTL) == 2,
+           "DEBUGCTL after the last #DB's handler set BTF again - expect 2");
+
+    /* one #DB clears BTF: the rest of the run single-steps instructions */
+    btf_traps = 0;
+    btf_rearm = false;
+    btf_run();
+    report(btf_traps == 1 + 23 && btf_rip[0] == want[0],
+           "BTF not set again - expect the #DB at %lx, then one after each "
+           "of the 23 instructions that follow (got %u, first at %lx)",
+           want[0], btf_traps, btf_rip[0]);
+
+    wrmsr(MSR_IA32_DEBUGCTL, 0);
+    btf_traps = 0;
+    btf_run();
+    report(btf_traps == 26,
+           "TF without BTF - expect 26 #DBs (got %u)", btf_traps);
+    handle_irq(1, NULL);
+}
+
 int pmu_cost_main(void)
 {
     report_prefix_push("pmu-cost");
@@ -1791,6 +1916,7 @@ int pmu_main(bool pmu)
         test_mispredicts();
         test_loads_stores();
         test_cache_events();
+        test_btf();
     } else {
         test_no_pmu();
     }
