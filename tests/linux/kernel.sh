@@ -37,12 +37,11 @@ check() { if [ "$1" = 0 ]; then shift; ok "$@"; else shift; ko "$@"; fi; }
 result() { if "$@"; then echo 0; else echo 1; fi; }
 
 # 1. The kernel, the programs, the initramfs
-if ! bz=$("$TOP/scripts/build-linux.sh"); then
+if ! bz=$(our_kernel); then
     ko "our kernel builds (scripts/build-linux.sh; log in $logs/linux-build.log)"
     exit 0
 fi
-ok "our kernel builds: Debian's Linux $(cat "$BUILD/linux-src/.qemu-lwp-tarball" 2>/dev/null ||
-    git -C "$BUILD/linux-src" log -1 --format=%s 2>/dev/null) with linux/patches"
+ok "our kernel builds: $(our_kernel_name)"
 cflags=(-static -O2 -g -Wall -Wextra -Werror -mlwp -pthread -I"$TOP/include")
 root=$out/initramfs
 rm -rf "$root"

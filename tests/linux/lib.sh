@@ -1,4 +1,4 @@
-# Shared by tests/linux/run.sh and tests/linux/kernel.sh; sourced, not run.
+# Shared by tests/linux/run.sh, rr.sh and kernel.sh; sourced, not run.
 # shellcheck shell=bash
 
 # boot_verdict QSTATUS TIMEOUT EVIDENCE LOG: prints why a boot failed
@@ -13,6 +13,17 @@ boot_verdict() {
     elif grep -aq 'Kernel panic' "$4"; then
         echo " (kernel panic)"
     fi
+}
+
+# our_kernel: builds our kernel (scripts/build-linux.sh: Debian's Linux
+# 6.12 source with linux/patches and linux/lwp.config), prints the
+# bzImage's path; our_kernel_name: that source's name
+our_kernel() {
+    "$TOP/scripts/build-linux.sh"
+}
+our_kernel_name() {
+    echo "Debian's Linux $(cat "$BUILD/linux-src/.qemu-lwp-tarball" 2>/dev/null ||
+        git -C "$BUILD/linux-src" log -1 --format=%s 2>/dev/null) with linux/patches"
 }
 
 # bad_kernel_lines DMESG: the lines of a `dmesg -r` that a clean boot has

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # rr in the guest (issue 37): rr records and replays programs in Debian
-# 12's unmodified kernel under -cpu Nehalem,pmu=on, which rr takes for a
-# Nehalem (CPUID signature 0x106A0) and drives through raw event
+# 12's unmodified kernel and in ours (Linux 6.12 with linux/patches,
+# scripts/build-linux.sh) under -cpu Nehalem,pmu=on, which rr takes for
+# a Nehalem (CPUID signature 0x106A0) and drives through raw event
 # 0x5101c4, BR_INST_RETIRED.CONDITIONAL, with PERF_EVENT_IOC_PERIOD and
 # the counter's interrupt.  tests/linux/README.md ("rr in the guest")
 # lists the checks.
@@ -16,13 +17,14 @@
 # ninja, without its tests and 32-bit parts; needs capnproto,
 # libcapnp-dev and libzstd-dev).  Both are cached in build/linux/rr/;
 # the packages are fetched with `apt-get download` and unpacked with
-# dpkg-deb -x, not installed.  One boot per vCPU count in RR_SMP
-# (default "1 2"), each bounded by LINUX_BOOT_TIMEOUT (default 200 s);
-# QEMU_DATADIR, when set, is passed as -L; RR_BUILD=0 leaves the built rr
-# out (the boot then runs rr-period and Debian's rr only); RR_OWN_TESTS=1
-# adds a selection of rr's own tests (src/test/ of the built rr's source)
-# to each boot, about 2 minutes more per boot.  Prints one PASS:/FAIL: line
-# per check and ends with "rr: N passed, N failed".
+# dpkg-deb -x, not installed.  One boot per kernel in RR_KERNELS
+# (default "debian ours") and vCPU count in RR_SMP (default "1 2"), the
+# same initramfs in each, each bounded by LINUX_BOOT_TIMEOUT (default
+# 200 s); QEMU_DATADIR, when set, is passed as -L; RR_BUILD=0 leaves the
+# built rr out (the boot then runs rr-period and Debian's rr only);
+# RR_OWN_TESTS=1 adds a selection of rr's own tests (src/test/ of the
+# built rr's source) to each boot.  Prints one PASS:/FAIL: line per check
+# and ends with "rr: N passed, N failed".
 #
 # SPDX-License-Identifier: GPL-2.0-or-later
 set -uo pipefail
@@ -152,6 +154,18 @@ if ! dir=$("$src/fetch.sh") || ! debrr=$(fetch_rr); then
     finish
 fi
 echo "kernel: $(sed -n 2p "$dir/packages"), Debian's $(grep '^rr ' "$debrr/packages")"
+kernels=${RR_KERNELS:-debian ours}
+ours=""
+case " $kernels " in
+*" ours "*)
+    if ours=$(our_kernel); then
+        echo "our kernel: $(our_kernel_name)"
+    else
+        ours=""
+        check 1 "our kernel builds (scripts/build-linux.sh; log in $logs/linux-build.log)"
+    fi
+    ;;
+esac
 built=""
 if [ "${RR_BUILD:-1}" = 0 ]; then
     echo "RR_BUILD=0: Debian's rr only"
@@ -299,18 +313,26 @@ lines() { # KIND NAME PHASE
 }
 status() { lines status "$1" "$2"; }
 
-# 3. One boot per vCPU count
-for smp in ${RR_SMP:-1 2}; do
-    tag="rr -smp $smp"
-    echo "=== $tag: rr record and rr replay in Debian's kernel, -cpu Nehalem,pmu=on"
-    log=$logs/linux-rr-smp$smp.serial
+# 3. One boot per kernel and vCPU count
+boots=$(for k in $kernels; do for smp in ${RR_SMP:-1 2}; do echo "$k:$smp"; done; done)
+for b in $boots; do
+    k=${b%:*} smp=${b#*:}
+    case $k in
+    debian) kernel=$dir/vmlinuz what="Debian's kernel" ;;
+    ours) kernel=$ours what="our kernel" ;;
+    *) check 1 "RR_KERNELS: $k is not debian or ours"; continue ;;
+    esac
+    [ -n "$kernel" ] || continue
+    tag="rr $k -smp $smp"
+    echo "=== $tag: rr record and rr replay in $what, -cpu Nehalem,pmu=on"
+    log=$logs/linux-rr-$k-smp$smp.serial
     rm -f "$log"
     qstatus=0
     start=$(date +%s)
     timeout "$boot_timeout" "$qemu" "${firmware[@]}" -M pc -accel tcg \
         -cpu Nehalem,pmu=on -m 512M -smp "$smp" -no-reboot \
         -display none -vga none -nic none -monitor none \
-        -serial "file:$log" -kernel "$dir/vmlinuz" -initrd "$out/initramfs.gz" \
+        -serial "file:$log" -kernel "$kernel" -initrd "$out/initramfs.gz" \
         -append "console=ttyS0 quiet panic=-1" </dev/null || qstatus=$?
     secs=$(($(date +%s) - start))
     [ -f "$log" ] || : >"$log"
@@ -319,8 +341,11 @@ for smp in ${RR_SMP:-1 2}; do
     check "$(result test -z "$why")" "$tag: boots, runs init-rr to its end and powers off, ${secs} s$why (log $log)"
     grep '^@@\(begin\|cpuinfo\|cpuid_fault\|secs\)' <<<"$ev" | sed 's/^@@/    /' | paste -sd' ' | fold -w 150 | sed 's/^/    /'
     dmesg=$(sed -n 's/^@@dmesg //p' <<<"$ev")
+    # the line's text, after its priority and, in Debian's kernel
+    # (PRINTK_TIME), its time stamp
     line="Performance Events: Nehalem events, Intel PMU driver."
-    check "$(result grep -qF "] $line" <<<"$dmesg")" "$tag: kernel log says \"$line\""
+    check "$(result grep -qxF "$line" < <(sed 's/^<[0-9]*>\(\[ *[0-9.]*\] \)\{0,1\}//' <<<"$dmesg"))" \
+        "$tag: kernel log says \"$line\""
     bad=$(bad_kernel_lines "$dmesg")
     check "$(result test -n "$dmesg" -a -z "$bad")" "$tag: kernel log has no WARNING, oops, BUG, panic or segfault${bad:+: $(head -n 3 <<<"$bad")}"
 

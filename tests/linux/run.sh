@@ -506,7 +506,7 @@ else
 fi
 
 # 2d. rr records and replays in the PMU guest (tests/linux/rr.sh: Debian's
-# kernel, -cpu Nehalem,pmu=on, -smp 1 and 2); its lines count here
+# kernel and ours, -cpu Nehalem,pmu=on, -smp 1 and 2); its lines count here
 while IFS= read -r line; do
     echo "$line"
     case $line in
