@@ -117,7 +117,7 @@ boot() {
     # its ticks and log "MP-BIOS bug: 8254 timer not connected" (seen in CI)
     echo "=== our kernel, -cpu $cpu -smp $smp, lwptest=$mode $extra"
     start=$(date +%s)
-    timeout "$boot_timeout" "$qemu" -M pc -accel tcg,thread=multi \
+    timeout "$boot_timeout" "$qemu" "${firmware[@]}" -M pc -accel tcg,thread=multi \
         -cpu "$cpu" -m 512M -smp "$smp" -no-reboot \
         -display none -vga none -nic none -monitor none \
         -serial "file:$log" -kernel "$bz" -initrd "$initrd" \

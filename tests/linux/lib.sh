@@ -1,6 +1,14 @@
 # Shared by tests/linux/run.sh, rr.sh and kernel.sh; sourced, not run.
 # shellcheck shell=bash
 
+# QEMU's arguments for its firmware: QEMU_DATADIR, when set, as -L (for a
+# copy of the binary that cannot find its firmware)
+# shellcheck disable=SC2034  # used by the scripts that source this file
+firmware=()
+if [ -n "${QEMU_DATADIR:-}" ]; then
+    firmware=(-L "$QEMU_DATADIR")
+fi
+
 # boot_verdict QSTATUS TIMEOUT EVIDENCE LOG: prints why a boot failed
 # (nothing when /init ran to its @@end line and QEMU exited by itself)
 boot_verdict() {

@@ -41,7 +41,7 @@ lwp_perf_boot() {
     done < <(readelf -lW "$exe")
     rm -f "$log" "$plog"
     start=$(date +%s)
-    timeout "$boot_timeout" "$qemu" -M pc -accel tcg,thread=single \
+    timeout "$boot_timeout" "$qemu" "${firmware[@]}" -M pc -accel tcg,thread=single \
         -cpu max,+lwp -m 512M -smp 2 -no-reboot \
         -display none -vga none -nic none -monitor none \
         -serial "file:$log" -kernel "$bz" -initrd "$out/initramfs-perf.gz" \

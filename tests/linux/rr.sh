@@ -301,11 +301,6 @@ fi
     gzip -6 >"$out/initramfs.gz"
 echo "initramfs: $(du -k "$out/initramfs.gz" | cut -f1) KiB"
 
-firmware=()
-if [ -n "${QEMU_DATADIR:-}" ]; then
-    firmware=(-L "$QEMU_DATADIR")
-fi
-
 # phase NAME PHASE: what the guest printed on that stream
 lines() { # KIND NAME PHASE
     awk -v k="@@$1" -v n="$2" -v p="$3" '$1 == k && $2 == n && $3 == p {

@@ -121,11 +121,6 @@ chmod 755 "$root/init"
 (cd "$root" && find . | LC_ALL=C sort | cpio -o -H newc -R 0:0 --quiet) |
     gzip -9 >"$dir/initramfs.gz"
 
-firmware=()
-if [ -n "${QEMU_DATADIR:-}" ]; then
-    firmware=(-L "$QEMU_DATADIR")
-fi
-
 # compare NAME KEY GOT...: GOT against want[NAME:KEY], "-" not compared
 regs=(EAX EBX ECX EDX)
 compare() {
