@@ -36,10 +36,41 @@
 #define PMU_MSR_DEBUGCTL 0x1d9          /* IA32_DEBUGCTL */
 
 /*
- * IA32_DEBUGCTL's flags: single-step on branches (SDM 17.4.3), and
- * freeze the counters on a PMI (SDM 18.5.3.1)
+ * The last branch records of the Core i7 (SDM 18.6.1 and 18.6.2; Vol. 3C
+ * Table 35-2): MSR_LBR_SELECT, MSR_LASTBRANCH_TOS, MSR_LER_FROM_LIP and
+ * MSR_LER_TO_LIP, and the FROM and TO halves of the stack's entries
  */
+#define PMU_MSR_LBR_SELECT 0x1c8
+#define PMU_MSR_LBR_TOS 0x1c9
+#define PMU_MSR_LER_FROM 0x1dd
+#define PMU_MSR_LER_TO 0x1de
+#define PMU_MSR_LBR_FROM0 0x680
+#define PMU_MSR_LBR_TO0 0x6c0
+/* The deepest LBR stack of a profile: the CPU state's arrays hold these */
+#define PMU_MAX_LBR 16
+/* MSR_LBR_SELECT: each set bit leaves those branches out (SDM 18.6.2) */
+#define PMU_LBR_CPL_EQ_0 (1u << 0)      /* taken at CPL 0 */
+#define PMU_LBR_CPL_NEQ_0 (1u << 1)     /* taken at CPL 1, 2 or 3 */
+#define PMU_LBR_JCC (1u << 2)           /* Jcc, JrCXZ, LOOPcc */
+#define PMU_LBR_NEAR_REL_CALL (1u << 3)
+#define PMU_LBR_NEAR_IND_CALL (1u << 4)
+#define PMU_LBR_NEAR_RET (1u << 5)
+#define PMU_LBR_NEAR_IND_JMP (1u << 6)
+#define PMU_LBR_NEAR_REL_JMP (1u << 7)
+/* far JMP, CALL and RET, IRET, SYSCALL ..., interrupts and exceptions */
+#define PMU_LBR_FAR (1u << 8)
+#define PMU_LBR_SELECT_VALID 0x1ffu
+/* A FROM entry's flag: the predictor model mispredicted the branch */
+#define PMU_LBR_FROM_MISPRED (1ull << 63)
+
+/*
+ * IA32_DEBUGCTL's flags: record last branches (SDM 18.6), single-step on
+ * branches (SDM 17.4.3), and freeze the LBRs and the counters on a PMI
+ * (SDM 18.5.3.1)
+ */
+#define PMU_DEBUGCTL_LBR (1ull << 0)
 #define PMU_DEBUGCTL_BTF (1ull << 1)
+#define PMU_DEBUGCTL_FREEZE_LBRS_ON_PMI (1ull << 11)
 #define PMU_DEBUGCTL_FREEZE_PERFMON_ON_PMI (1ull << 12)
 
 /* How many of each the architecture has room for at those addresses */
@@ -101,6 +132,12 @@ typedef struct PmuRegs {
     uint64_t *global_ctrl;    /* IA32_PERF_GLOBAL_CTRL */
     uint64_t *global_status;  /* IA32_PERF_GLOBAL_STATUS */
     uint64_t *debugctl;       /* IA32_DEBUGCTL */
+    uint64_t *lbr_from;       /* MSR_LASTBRANCH_x_FROM_IP */
+    uint64_t *lbr_to;         /* MSR_LASTBRANCH_x_TO_IP */
+    uint64_t *lbr_tos;        /* MSR_LASTBRANCH_TOS */
+    uint64_t *lbr_select;     /* MSR_LBR_SELECT */
+    uint64_t *ler_from;       /* MSR_LER_FROM_LIP */
+    uint64_t *ler_to;         /* MSR_LER_TO_LIP */
     /*
      * Not a register: the cost model has stall cycles, in which nothing
      * retires (pmu_cost_*), so EDGE, INV and CMASK see them
@@ -223,8 +260,9 @@ void pmu_sub(const PmuProfile *p, const PmuRegs *r, bool fixed, unsigned i,
  * A counter whose controls ask for a PMI overflowed: the PMI is requested.
  * With IA32_DEBUGCTL.FREEZE_PERFMON_ON_PMI the enable bits of
  * IA32_PERF_GLOBAL_CTRL are cleared (SDM 18.5.3.1), so that nothing
- * after the instruction that overflowed counts.  Returns whether the
- * counters' controls changed.
+ * after the instruction that overflowed counts; with FREEZE_LBRS_ON_PMI,
+ * IA32_DEBUGCTL.LBR is.  Returns whether the counters' controls or
+ * IA32_DEBUGCTL changed.
  */
 bool pmu_pmi_request(const PmuProfile *p, const PmuRegs *r);
 
@@ -246,5 +284,35 @@ uint32_t pmu_event_insn(unsigned source, uint64_t event, uint32_t n);
  * pmu_mispredict_penalty() cycles, stalls in which nothing retires.
  */
 uint32_t pmu_mispredict_penalty(const PmuProfile *p);
+
+/*
+ * The last branch records (SDM 18.6; choice 72).  The depth of the
+ * profile's stack, 0 without one.
+ */
+unsigned pmu_lbr_depth(const PmuProfile *p);
+/*
+ * Whether IA32_DEBUGCTL.LBR and MSR_LBR_SELECT record some branches taken
+ * at CPL 0 (@cpl0) or at CPL 1-3
+ */
+bool pmu_lbr_records_at(const PmuProfile *p, const PmuRegs *r, bool cpl0);
+/*
+ * A branch of kind @kind (one PMU_LBR_* kind bit) taken at CPL 0 (@cpl0)
+ * or above, from the instruction at @from to @to (offsets in their code
+ * segments, zero-extended outside 64-bit mode), which the predictor
+ * model mispredicted if @misp: unless MSR_LBR_SELECT leaves it out, or
+ * IA32_DEBUGCTL.LBR is clear, the top of stack moves to the next entry,
+ * which takes it: FROM bits 47:0 @from, 62:48 the sign of bit 47, 63
+ * @misp; TO bits 47:0 @to, 63:48 the sign of bit 47 (SDM 18.6.1).
+ */
+void pmu_lbr_record(const PmuProfile *p, const PmuRegs *r, unsigned kind,
+                    bool cpl0, uint64_t from, uint64_t to, bool misp);
+/*
+ * An interrupt or exception delivered at @from (the instruction it
+ * interrupted or that raised it) to the handler at @to: with
+ * IA32_DEBUGCTL.LBR, MSR_LER_FROM_LIP and MSR_LER_TO_LIP take the last
+ * branch recorded, then it is recorded as a far branch
+ */
+void pmu_lbr_event(const PmuProfile *p, const PmuRegs *r, bool cpl0,
+                   uint64_t from, uint64_t to);
 
 #endif /* PMU_ENGINE_H */

@@ -43,6 +43,9 @@ struct PmuProfile {
     LwpCacheConfig cache;
     // The cycles a mispredicted branch costs (pmu_mispredict_penalty)
     uint32_t mispredict_penalty;
+    // The entries of the LBR stack (pmu_lbr_depth), at the Core i7's
+    // addresses (PMU_MSR_LBR_*)
+    uint8_t lbr_depth;
 };
 
 namespace
@@ -70,6 +73,8 @@ namespace
 // A mispredicted branch costs 17 cycles: "at least 17 clock cycles",
 // measured on Nehalem by Agner Fog (The microarchitecture of Intel, AMD
 // and VIA CPUs, "Misprediction penalty"); Intel publishes none.
+// The LBR stack has 16 entries (SDM 18.6.1, Table 18-8 in the seeds'
+// edition: 06_1AH, 16, TOS 0 to 15).
 constexpr PmuProfile kNehalem = {
     "Nehalem", 3, 4, 48, 3, 48, 7, 0, 0x1c3,
     (uint64_t{1} << 61) | (uint64_t{1} << 62) | (uint64_t{1} << 63),
@@ -77,6 +82,7 @@ constexpr PmuProfile kNehalem = {
     {3, 200, {{32u << 10, 8, 64, 4}, {256u << 10, 8, 64, 10},
               {8u << 20, 16, 64, 40}}},
     17,
+    16,
 };
 
 // IA32_PERFEVTSELx: bits 31:0 are defined in version 3 (event select,
@@ -85,10 +91,17 @@ constexpr PmuProfile kNehalem = {
 constexpr uint64_t kEvtselValid = bits(32);
 
 // The IA32_DEBUGCTL flags that are modelled: the rest of the defined bits
-// belong to the branch-recording facilities (LBR, BTS), not modelled
-// yet: writes to them are ignored and they read 0, as without a PMU
+// belong to the branch trace facilities (TR, BTS), not modelled yet:
+// writes to them are ignored and they read 0, as without a PMU
 constexpr uint64_t kDebugctlModelled =
-    PMU_DEBUGCTL_BTF | PMU_DEBUGCTL_FREEZE_PERFMON_ON_PMI;
+    PMU_DEBUGCTL_LBR | PMU_DEBUGCTL_BTF | PMU_DEBUGCTL_FREEZE_LBRS_ON_PMI |
+    PMU_DEBUGCTL_FREEZE_PERFMON_ON_PMI;
+
+// An LBR address: bits 47:0, and bit 47's sign above them (SDM 18.6.1)
+uint64_t lbr_canonical(uint64_t a)
+{
+    return static_cast<uint64_t>(static_cast<int64_t>(a << 16) >> 16);
+}
 
 uint64_t counter_mask(const PmuProfile *p, bool fixed)
 {
@@ -123,6 +136,12 @@ enum class Reg {
     kCtrl,
     kOvfCtrl,
     kDebugctl,
+    kLbrFrom,
+    kLbrTo,
+    kLbrTos,
+    kLbrSelect,
+    kLerFrom,
+    kLerTo,
 };
 
 // @msr as a register of @p, and its counter index in *@index
@@ -141,6 +160,10 @@ Reg decode(const PmuProfile *p, uint32_t msr, unsigned *index)
          Reg::kFullWidthPmc},
         {PMU_MSR_PERFEVTSEL0, PMU_ARCH_GP, p->num_gp, Reg::kEvtsel},
         {PMU_MSR_FIXED_CTR0, PMU_ARCH_FIXED, p->num_fixed, Reg::kFixed},
+        // the Core i7's LBR stack: MSRs beyond its depth do not exist
+        // (the next 16 addresses are the Sandy Bridge's 32-entry stack's)
+        {PMU_MSR_LBR_FROM0, 32, p->lbr_depth, Reg::kLbrFrom},
+        {PMU_MSR_LBR_TO0, 32, p->lbr_depth, Reg::kLbrTo},
     };
 
     for (const Range &r : ranges) {
@@ -162,6 +185,14 @@ Reg decode(const PmuProfile *p, uint32_t msr, unsigned *index)
         return Reg::kOvfCtrl;
     case PMU_MSR_DEBUGCTL:
         return Reg::kDebugctl;
+    case PMU_MSR_LBR_TOS:
+        return p->lbr_depth ? Reg::kLbrTos : Reg::kNotMine;
+    case PMU_MSR_LBR_SELECT:
+        return p->lbr_depth ? Reg::kLbrSelect : Reg::kNotMine;
+    case PMU_MSR_LER_FROM:
+        return p->lbr_depth ? Reg::kLerFrom : Reg::kNotMine;
+    case PMU_MSR_LER_TO:
+        return p->lbr_depth ? Reg::kLerTo : Reg::kNotMine;
     case PMU_MSR_GLOBAL_STATUS_SET:
     case PMU_MSR_GLOBAL_INUSE:
         return p->version >= 4 ? Reg::kNotMine : Reg::kAbsent;
@@ -322,6 +353,17 @@ void pmu_reset(const PmuProfile *p, const PmuRegs *r)
     *r->fixed_ctr_ctrl = 0;
     *r->global_status = 0;
     *r->debugctl = 0;
+    // MSR_LBR_SELECT is 0 at RESET (SDM 18.6.2), so is the rest here
+    for (unsigned i = 0; i < p->lbr_depth; i++) {
+        r->lbr_from[i] = 0;
+        r->lbr_to[i] = 0;
+    }
+    if (p->lbr_depth) {
+        *r->lbr_tos = 0;
+        *r->lbr_select = 0;
+        *r->ler_from = 0;
+        *r->ler_to = 0;
+    }
     // At RESET the general-purpose counters' enable bits are set, so that
     // software written for version 1 counts without knowing of this
     // register (SDM 18.13; KVM does the same); the fixed counters' are
@@ -375,6 +417,24 @@ PmuStatus pmu_rdmsr(const PmuProfile *p, const PmuRegs *r, uint32_t msr,
         break;
     case Reg::kDebugctl:
         *val = *r->debugctl;
+        break;
+    case Reg::kLbrFrom:
+        *val = r->lbr_from[i];
+        break;
+    case Reg::kLbrTo:
+        *val = r->lbr_to[i];
+        break;
+    case Reg::kLbrTos:
+        *val = *r->lbr_tos;
+        break;
+    case Reg::kLbrSelect:
+        *val = *r->lbr_select;
+        break;
+    case Reg::kLerFrom:
+        *val = *r->ler_from;
+        break;
+    case Reg::kLerTo:
+        *val = *r->ler_to;
         break;
     }
     return PMU_DONE;
@@ -444,6 +504,38 @@ PmuStatus pmu_wrmsr(const PmuProfile *p, const PmuRegs *r, uint32_t msr,
         }
         *r->debugctl = val & kDebugctlModelled;
         break;
+    // The SDM's tables give the stack's MSRs as read-only, but software
+    // writes them: Linux clears the stack with WRMSR and, in a guest,
+    // checks that each one takes a value (check_msr); so they take one
+    // in the format the processor writes (choice 72), #GP otherwise
+    case Reg::kLbrFrom:
+        if ((val & ~PMU_LBR_FROM_MISPRED) !=
+            (lbr_canonical(val) & ~PMU_LBR_FROM_MISPRED)) {
+            return PMU_GP;
+        }
+        r->lbr_from[i] = val;
+        break;
+    case Reg::kLbrTo:
+        if (val != lbr_canonical(val)) {
+            return PMU_GP;
+        }
+        r->lbr_to[i] = val;
+        break;
+    case Reg::kLbrTos:
+        if (val >= p->lbr_depth) {
+            return PMU_GP;
+        }
+        *r->lbr_tos = val;
+        break;
+    case Reg::kLbrSelect:
+        if (val & ~uint64_t{PMU_LBR_SELECT_VALID}) {
+            return PMU_GP;
+        }
+        *r->lbr_select = val;
+        break;
+    case Reg::kLerFrom: // read-only
+    case Reg::kLerTo:
+        return PMU_GP;
     }
     return PMU_DONE;
 }
@@ -606,12 +698,56 @@ void pmu_sub(const PmuProfile *p, const PmuRegs *r, bool fixed, unsigned i,
 
 bool pmu_pmi_request(const PmuProfile *, const PmuRegs *r)
 {
-    if (!(*r->debugctl & PMU_DEBUGCTL_FREEZE_PERFMON_ON_PMI) ||
-        !*r->global_ctrl) {
-        return false;
+    bool changed = false;
+
+    if ((*r->debugctl & PMU_DEBUGCTL_FREEZE_LBRS_ON_PMI) &&
+        (*r->debugctl & PMU_DEBUGCTL_LBR)) {
+        *r->debugctl &= ~PMU_DEBUGCTL_LBR;
+        changed = true;
     }
-    *r->global_ctrl = 0;
-    return true;
+    if ((*r->debugctl & PMU_DEBUGCTL_FREEZE_PERFMON_ON_PMI) &&
+        *r->global_ctrl) {
+        *r->global_ctrl = 0;
+        changed = true;
+    }
+    return changed;
+}
+
+unsigned pmu_lbr_depth(const PmuProfile *p)
+{
+    return p->lbr_depth;
+}
+
+bool pmu_lbr_records_at(const PmuProfile *p, const PmuRegs *r, bool cpl0)
+{
+    return p->lbr_depth && (*r->debugctl & PMU_DEBUGCTL_LBR) &&
+           !(*r->lbr_select & (cpl0 ? PMU_LBR_CPL_EQ_0 : PMU_LBR_CPL_NEQ_0));
+}
+
+void pmu_lbr_record(const PmuProfile *p, const PmuRegs *r, unsigned kind,
+                    bool cpl0, uint64_t from, uint64_t to, bool misp)
+{
+    unsigned tos;
+
+    if (!pmu_lbr_records_at(p, r, cpl0) || (*r->lbr_select & kind)) {
+        return;
+    }
+    tos = (*r->lbr_tos + 1) % p->lbr_depth;
+    *r->lbr_tos = tos;
+    r->lbr_from[tos] = (lbr_canonical(from) & ~PMU_LBR_FROM_MISPRED) |
+                       (misp ? PMU_LBR_FROM_MISPRED : 0);
+    r->lbr_to[tos] = lbr_canonical(to);
+}
+
+void pmu_lbr_event(const PmuProfile *p, const PmuRegs *r, bool cpl0,
+                   uint64_t from, uint64_t to)
+{
+    if (!p->lbr_depth || !(*r->debugctl & PMU_DEBUGCTL_LBR)) {
+        return;
+    }
+    *r->ler_from = lbr_canonical(r->lbr_from[*r->lbr_tos]);
+    *r->ler_to = r->lbr_to[*r->lbr_tos];
+    pmu_lbr_record(p, r, PMU_LBR_FAR, cpl0, from, to, false);
 }
 
 uint32_t pmu_block_events(unsigned source, uint32_t n, bool branch)

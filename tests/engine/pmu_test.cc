@@ -27,8 +27,13 @@ struct Regs {
     uint64_t global_ctrl = 0;
     uint64_t global_status = 0;
     uint64_t debugctl = 0;
-    PmuRegs r = {gp,           evtsel,         fixed,    &fixed_ctrl,
-                 &global_ctrl, &global_status, &debugctl, false};
+    uint64_t lbr_from[PMU_MAX_LBR] = {};
+    uint64_t lbr_to[PMU_MAX_LBR] = {};
+    uint64_t lbr_tos = 0, lbr_select = 0, ler_from = 0, ler_to = 0;
+    PmuRegs r = {gp,        evtsel,    fixed,       &fixed_ctrl,
+                 &global_ctrl, &global_status, &debugctl, lbr_from,
+                 lbr_to,    &lbr_tos,  &lbr_select, &ler_from,
+                 &ler_to,   false};
 };
 
 const PmuProfile *nehalem()
@@ -206,15 +211,16 @@ TEST(PmuMsr, DebugctlFreezePerfmonOnPmi)
             << bit;
     }
     EXPECT_EQ(s.debugctl, 0x1000u);
-    // the branch-recording flags (0, 6-11, 13) are defined, so they do
-    // not raise #GP; they are not modelled and read 0
-    ASSERT_EQ(pmu_wrmsr(nehalem(), &s.r, 0x1d9, 0x2fc1), PMU_DONE);
+    // the branch trace flags (6-10, 13) are defined, so they do not raise
+    // #GP; they are not modelled and read 0
+    ASSERT_EQ(pmu_wrmsr(nehalem(), &s.r, 0x1d9, 0x27c0), PMU_DONE);
     ASSERT_EQ(pmu_rdmsr(nehalem(), &s.r, 0x1d9, &v), PMU_DONE);
     EXPECT_EQ(v, 0u);
-    // BTF, bit 1 (SDM 17.4.3), is modelled: it reads back
+    // LBR and BTF, bits 0 and 1, and FREEZE_LBRS_ON_PMI, bit 11, are
+    // modelled: they read back
     ASSERT_EQ(pmu_wrmsr(nehalem(), &s.r, 0x1d9, 0x2fc3), PMU_DONE);
     ASSERT_EQ(pmu_rdmsr(nehalem(), &s.r, 0x1d9, &v), PMU_DONE);
-    EXPECT_EQ(v, 2u);
+    EXPECT_EQ(v, 0x803u);
 }
 
 TEST(PmuOverflow, PmiRequestFreezesTheCountersWhenAsked)
@@ -564,3 +570,130 @@ TEST(PmuCount, TakingBackUndoesTheOverflow)
 }
 
 } // namespace
+
+// The Core i7's LBR stack (SDM 18.6.1, 18.6.2): 16 entries at 680H and
+// 6C0H, MSR_LASTBRANCH_TOS at 1C9H, MSR_LBR_SELECT at 1C8H, the LER pair
+// at 1DDH and 1DEH (Vol. 3C Table 35-2); FROM is bits 47:0 with their
+// sign in 62:48 and the mispredict flag in 63, TO bits 47:0 and their
+// sign in 63:48
+TEST(PmuLbr, Msrs)
+{
+    Regs s;
+    uint64_t v = 1;
+    pmu_reset(nehalem(), &s.r);
+    EXPECT_EQ(pmu_lbr_depth(nehalem()), 16u);
+    for (uint32_t msr : {0x1c8u, 0x1c9u, 0x1ddu, 0x1deu, 0x680u, 0x68fu,
+                         0x6c0u, 0x6cfu}) {
+        EXPECT_TRUE(pmu_owns_msr(nehalem(), msr)) << msr;
+        EXPECT_EQ(pmu_rdmsr(nehalem(), &s.r, msr, &v), PMU_DONE) << msr;
+        EXPECT_EQ(v, 0u) << msr;
+    }
+    // the 32-entry stacks' addresses beyond the 16: #GP
+    for (uint32_t msr : {0x690u, 0x69fu, 0x6d0u, 0x6dfu}) {
+        EXPECT_EQ(pmu_rdmsr(nehalem(), &s.r, msr, &v), PMU_GP) << msr;
+        EXPECT_EQ(pmu_wrmsr(nehalem(), &s.r, msr, 0), PMU_GP) << msr;
+    }
+    EXPECT_EQ(pmu_wrmsr(nehalem(), &s.r, 0x1c9, 15), PMU_DONE);
+    EXPECT_EQ(pmu_wrmsr(nehalem(), &s.r, 0x1c9, 16), PMU_GP);
+    EXPECT_EQ(s.lbr_tos, 15u);
+    EXPECT_EQ(pmu_wrmsr(nehalem(), &s.r, 0x1c8, 0x1ff), PMU_DONE);
+    EXPECT_EQ(pmu_wrmsr(nehalem(), &s.r, 0x1c8, 0x200), PMU_GP);
+    EXPECT_EQ(s.lbr_select, 0x1ffu);
+    EXPECT_EQ(pmu_wrmsr(nehalem(), &s.r, 0x1dd, 0), PMU_GP);
+    EXPECT_EQ(pmu_wrmsr(nehalem(), &s.r, 0x1de, 0), PMU_GP);
+    // FROM: canonical in 62:0, anything in 63
+    EXPECT_EQ(pmu_wrmsr(nehalem(), &s.r, 0x685, 0x8000800000000000ull),
+              PMU_GP);
+    EXPECT_EQ(pmu_wrmsr(nehalem(), &s.r, 0x685, 0xffff800000000000ull),
+              PMU_DONE);
+    EXPECT_EQ(pmu_wrmsr(nehalem(), &s.r, 0x685, 0x800000000040f00dull),
+              PMU_DONE);
+    EXPECT_EQ(s.lbr_from[5], 0x800000000040f00dull);
+    // TO: canonical in 63:0
+    EXPECT_EQ(pmu_wrmsr(nehalem(), &s.r, 0x6c5, 0x8000000000000000ull),
+              PMU_GP);
+    EXPECT_EQ(pmu_wrmsr(nehalem(), &s.r, 0x6c5, 0xffff800000001234ull),
+              PMU_DONE);
+    EXPECT_EQ(s.lbr_to[5], 0xffff800000001234ull);
+    pmu_reset(nehalem(), &s.r);
+    EXPECT_EQ(s.lbr_from[5] | s.lbr_to[5] | s.lbr_tos | s.lbr_select, 0u);
+}
+
+TEST(PmuLbr, RecordsWithTheTopOfStackAndFilters)
+{
+    Regs s;
+    pmu_reset(nehalem(), &s.r);
+    // without IA32_DEBUGCTL.LBR nothing is recorded
+    pmu_lbr_record(nehalem(), &s.r, PMU_LBR_JCC, false, 0x1000, 0x2000, 0);
+    EXPECT_EQ(s.lbr_tos, 0u);
+    EXPECT_EQ(s.lbr_from[1], 0u);
+    s.debugctl = 1;
+    pmu_lbr_record(nehalem(), &s.r, PMU_LBR_JCC, false, 0x1000, 0x2000, 1);
+    EXPECT_EQ(s.lbr_tos, 1u);
+    EXPECT_EQ(s.lbr_from[1], 0x8000000000001000ull);
+    EXPECT_EQ(s.lbr_to[1], 0x2000u);
+    // a kernel address: bit 47's sign above it
+    pmu_lbr_record(nehalem(), &s.r, PMU_LBR_NEAR_RET, true,
+                   0xffffffff81000000ull, 0xffffffff81000010ull, 0);
+    EXPECT_EQ(s.lbr_tos, 2u);
+    EXPECT_EQ(s.lbr_from[2], 0x7fffffff81000000ull);
+    EXPECT_EQ(s.lbr_to[2], 0xffffffff81000010ull);
+    // MSR_LBR_SELECT: a kind left out, a CPL left out
+    s.lbr_select = PMU_LBR_NEAR_RET;
+    pmu_lbr_record(nehalem(), &s.r, PMU_LBR_NEAR_RET, false, 1, 2, 0);
+    EXPECT_EQ(s.lbr_tos, 2u);
+    s.lbr_select = PMU_LBR_CPL_NEQ_0;
+    EXPECT_FALSE(pmu_lbr_records_at(nehalem(), &s.r, false));
+    EXPECT_TRUE(pmu_lbr_records_at(nehalem(), &s.r, true));
+    pmu_lbr_record(nehalem(), &s.r, PMU_LBR_FAR, false, 1, 2, 0);
+    EXPECT_EQ(s.lbr_tos, 2u);
+    pmu_lbr_record(nehalem(), &s.r, PMU_LBR_FAR, true, 3, 4, 0);
+    EXPECT_EQ(s.lbr_tos, 3u);
+    // the top of stack wraps from 15 to 0
+    s.lbr_select = 0;
+    s.lbr_tos = 15;
+    pmu_lbr_record(nehalem(), &s.r, PMU_LBR_NEAR_REL_JMP, false, 5, 6, 0);
+    EXPECT_EQ(s.lbr_tos, 0u);
+    EXPECT_EQ(s.lbr_from[0], 5u);
+    EXPECT_EQ(s.lbr_to[0], 6u);
+}
+
+TEST(PmuLbr, InterruptsSetTheLastExceptionRecord)
+{
+    Regs s;
+    pmu_reset(nehalem(), &s.r);
+    s.debugctl = 1;
+    pmu_lbr_record(nehalem(), &s.r, PMU_LBR_JCC, false, 0x1000, 0x2000, 1);
+    pmu_lbr_event(nehalem(), &s.r, false, 0x2004, 0xffffffff81000000ull);
+    // LER: the last branch before the event, without the flag
+    EXPECT_EQ(s.ler_from, 0x1000u);
+    EXPECT_EQ(s.ler_to, 0x2000u);
+    // the event: a far branch from where it came to the handler
+    EXPECT_EQ(s.lbr_tos, 2u);
+    EXPECT_EQ(s.lbr_from[2], 0x2004u);
+    EXPECT_EQ(s.lbr_to[2], 0xffffffff81000000ull);
+    // LBR_SELECT FAR leaves the event out, LER still takes the branch
+    s.lbr_select = PMU_LBR_FAR;
+    pmu_lbr_record(nehalem(), &s.r, PMU_LBR_JCC, false, 0x3000, 0x4000, 0);
+    pmu_lbr_event(nehalem(), &s.r, false, 0x4000, 0x5000);
+    EXPECT_EQ(s.lbr_tos, 3u);
+    EXPECT_EQ(s.ler_from, 0x3000u);
+    EXPECT_EQ(s.ler_to, 0x4000u);
+}
+
+TEST(PmuLbr, FreezeLbrsOnPmi)
+{
+    Regs s;
+    pmu_reset(nehalem(), &s.r);
+    s.global_ctrl = 1;
+    // LBR alone: a PMI changes nothing
+    s.debugctl = PMU_DEBUGCTL_LBR;
+    EXPECT_FALSE(pmu_pmi_request(nehalem(), &s.r));
+    EXPECT_EQ(s.debugctl, PMU_DEBUGCTL_LBR);
+    // FREEZE_LBRS_ON_PMI clears LBR (SDM 18.5.3.1), not the counters
+    s.debugctl = PMU_DEBUGCTL_LBR | PMU_DEBUGCTL_FREEZE_LBRS_ON_PMI;
+    EXPECT_TRUE(pmu_pmi_request(nehalem(), &s.r));
+    EXPECT_EQ(s.debugctl, PMU_DEBUGCTL_FREEZE_LBRS_ON_PMI);
+    EXPECT_EQ(s.global_ctrl, 1u);
+    EXPECT_FALSE(pmu_pmi_request(nehalem(), &s.r));
+}

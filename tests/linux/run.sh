@@ -243,7 +243,7 @@ for cpu in Nehalem,pmu=on Nehalem; do
         check "$(result grep -qF "$line" <<<"$dmesg")" "$cpu: kernel log says \"$line\""
         continue
     fi
-    for line in "Performance Events: Nehalem events, Intel PMU driver." \
+    for line in "Performance Events: Nehalem events, 16-deep LBR, Intel PMU driver." \
                 "... version:                3" \
                 "... bit width:              48" \
                 "... generic registers:      4" \
@@ -288,6 +288,32 @@ perf_init() { # ROOT: an initramfs tree with perf, its libraries, the loop
 # are the targets of the branches work() takes, from its listing, and
 # PTRACE_SINGLESTEP of the same function stops after each of its 13
 # instructions
+# brstack_check TAG: perf record -b of perf-loop 1000000, a sample every
+# 100003 user instructions with its LBR branch stack (SDM 18.6): each
+# sample is in the DEC/JNZ loop, and each stack holds only that loop's
+# JNZ, from its address to the DEC it jumps back to, predicted ("P"); the
+# loops are objdump's (GCC emits two copies of it), not the model's.  A
+# stack has 16 entries, or 15 when an interrupt was one of them, which
+# perf drops from a user-only stack
+brstack_check() {
+    local loops n bad
+    loops=$(objdump -d --no-show-raw-insn "$dir/initramfs-perf/bin/perf-loop" |
+        awk '$2 == "dec" { d = $1; sub(":", "", d); next }
+             d != "" && $2 == "jne" && $3 == d {
+                 j = $1; sub(":", "", j); printf "0x%s/0x%s ", j, d }
+             { d = "" }')
+    n=$(grep -c '^@@brstack ' <<<"$ev" || true)
+    bad=$(grep '^@@brstack ' <<<"$ev" | awk -v loops=" $loops" '
+        NR == 1 { split($3, e, "/"); loop = e[1] "/" e[2]
+                  if (index(loops, " " loop " ") == 0) loop = "none" }
+        { ok = ("0x" $2 == e[1] || "0x" $2 == e[2]); entries = 0
+          for (i = 3; i <= NF; i++) {
+              entries++
+              if (index($i, loop "/P/") != 1) ok = 0
+          }
+          if (!ok || entries < 15) print }' | head -n 1)
+    check "$(result test "${n:-0}" -ge 19 -a -n "$loops" -a -z "$bad")" "$1: perf record -b: $n samples, each in perf-loop's DEC/JNZ loop ($loops) with a branch stack of its JNZ only, predicted, 15 or 16 deep${bad:+ (got: ${bad:0:200})}"
+}
 blockstep_check() {
     local line bs_want='' bs_got='' bs_steps='' kv
     line=$(grep '^@@blockstep ' <<<"$ev" || true)
@@ -478,6 +504,7 @@ if pdir=$("$src/fetch.sh" perf) && perf_init "$dir/initramfs-perf"; then
         check 1 "RDPMC self-monitoring: rdpmc-self printed its counts (${line:-nothing})"
     fi
     blockstep_check "block stepping, -smp 1"
+    brstack_check "LBR, -smp 1"
     # Four vCPUs under MTTCG: the program may be preempted and migrate.
     # Its start-up runs more instructions with more CPUs than with one
     # (static glibc), so the checks are the loop's, as above
@@ -492,6 +519,7 @@ if pdir=$("$src/fetch.sh" perf) && perf_init "$dir/initramfs-perf"; then
         check "$(result test "$((i2 - i1)) $((b2 - b1)) $i3 $b3 ${samples:-x}" = "200000 100000 $i1 $b1 $((i4 / 10007))")" "perf under -smp 4, MTTCG: 200000 more instructions and 100000 more branches, the same counts twice, one sample per whole period (got $((i2 - i1)), $((b2 - b1)), $i3 $b3 after $i1 $b1, ${samples:-no} samples of $i4)"
         perf_big smp4
         blockstep_check "block stepping, -smp 4"
+        brstack_check "LBR, -smp 4"
     else
         check 1 "perf under -smp 4, MTTCG: perf stat printed its counts"
     fi

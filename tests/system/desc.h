@@ -109,6 +109,8 @@ void do_handle_exception(struct ex_regs *regs);
 
 void setup_desc(void);
 void handle_irq(unsigned vector, handler_fn fn);
+/* Point IDT entry @vector at code of its own (0: the usual stub again) */
+void set_raw_handler(unsigned vector, unsigned long addr);
 
 /*
  * Exception fixup: ASM_TRY(catch) records the address of the instruction

@@ -476,6 +476,11 @@ void setup_desc(void)
     outb(0xa1, 0xff);
 }
 
+void set_raw_handler(unsigned vector, unsigned long addr)
+{
+    set_idt_entry(vector, addr ? addr : isr_table[vector], 0);
+}
+
 void allow_user_int(unsigned vector)
 {
     set_idt_entry(vector, isr_table[vector], 3);

@@ -500,7 +500,7 @@ extern const char pmi_a[], pmi_b[], pmi_c[];
 /* volatile: written by the interrupt handler, read by the test */
 static volatile unsigned long pmi_rip;
 static volatile unsigned pmi_count;
-static volatile u64 pmi_status, pmi_pmc0, pmi_ctrl;
+static volatile u64 pmi_status, pmi_pmc0, pmi_ctrl, pmi_debugctl, pmi_tos;
 
 static void pmi_handler(struct ex_regs *regs)
 {
@@ -509,6 +509,8 @@ static void pmi_handler(struct ex_regs *regs)
     pmi_pmc0 = rdmsr(MSR_IA32_PMC0);
     pmi_ctrl = rdmsr(MSR_IA32_PERF_GLOBAL_CTRL);
     pmi_status = rdmsr(MSR_IA32_PERF_GLOBAL_STATUS);
+    pmi_debugctl = rdmsr(0x1d9);
+    pmi_tos = rdmsr(0x1c9);
     apic_write(APIC_EOI, 0);
 }
 
@@ -1889,6 +1891,223 @@ static void test_btf(void)
     handle_irq(1, NULL);
 }
 
+/*
+ * The last branch records of the Core i7 (SDM 18.6.1, 18.6.2, 18.5.3.1;
+ * choice 72).  lbr_seq enables LBR with a WRMSR, takes 8 branches, one of
+ * each near kind and two RETs (and one JNE not taken, which is not
+ * recorded), and disables it with a WRMSR: FROM and TO of each entry are
+ * labels of the listing.  The mispredict flag (FROM bit 63) follows the
+ * predictor model's rules (docs/branch-predictor.md) by hand: on the
+ * third run every branch is predicted (the JE's counter has been taken
+ * twice, the BTB holds both indirect branches, the return stack holds
+ * both RETs' targets, direct branches are never mispredicted), except the
+ * indirect JMP when its target changes (lbr_d2 instead of lbr_d).
+ */
+#define MSR_LBR_SELECT  0x1c8
+#define MSR_LBR_TOS     0x1c9
+#define MSR_LER_FROM    0x1dd
+#define MSR_LER_TO      0x1de
+#define MSR_LBR_FROM0   0x680
+#define MSR_LBR_TO0     0x6c0
+#define LBR_MISPRED     (1ull << 63)
+
+extern char lbr_j1[], lbr_a[], lbr_j2[], lbr_b[], lbr_j3[], lbr_c[];
+extern char lbr_j4[], lbr_d[], lbr_d2[], lbr_j5[], lbr_e[], lbr_j6[];
+extern char lbr_f[], lbr_end[], lbr_int[], lbr_isr[], lbr_after[];
+extern char lbr_j0[], lbr_k[];
+
+static void lbr_seq(unsigned long ind_target)
+{
+    asm volatile("mov $0x1d9, %%ecx\n\t"
+                 "mov $1, %%eax\n\t"
+                 "xor %%edx, %%edx\n\t"
+                 "wrmsr\n\t"
+                 "mov %0, %%rdx\n"
+                 "lbr_j1: jmp lbr_a\n"
+                 "lbr_a: cmp %%eax, %%eax\n"
+                 "lbr_j2: je lbr_b\n\t"
+                 "ud2\n"
+                 "lbr_b: jne lbr_never\n"
+                 "lbr_j3: call lbr_f\n"
+                 "lbr_c: nop\n"
+                 "lbr_j4: jmp *%%rdx\n"
+                 "lbr_d2: nop\n"
+                 "lbr_d: lea lbr_f(%%rip), %%rdx\n"
+                 "lbr_j5: call *%%rdx\n"
+                 "lbr_e: nop\n"
+                 "lbr_j6: jmp lbr_end\n"
+                 "lbr_f: ret\n"
+                 "lbr_never: ud2\n"
+                 "lbr_end: mov $0x1d9, %%ecx\n\t"
+                 "xor %%eax, %%eax\n\t"
+                 "xor %%edx, %%edx\n\t"
+                 "wrmsr"
+                 : : "r"(ind_target) : "rax", "rcx", "rdx", "memory", "cc");
+}
+
+/* INT $0x42 to lbr_isr, which only IRETs: the LER and far branches */
+static void lbr_int_seq(void)
+{
+    asm volatile("mov $0x1d9, %%ecx\n\t"
+                 "mov $1, %%eax\n\t"
+                 "xor %%edx, %%edx\n\t"
+                 "wrmsr\n"
+                 "lbr_j0: jmp lbr_k\n"
+                 "lbr_k: nop\n"
+                 "lbr_int: int $0x42\n"
+                 "lbr_after: mov $0x1d9, %%ecx\n\t"
+                 "xor %%eax, %%eax\n\t"
+                 "wrmsr\n\t"
+                 "jmp 1f\n"
+                 "lbr_isr: iretq\n"
+                 "1:"
+                 : : : "rax", "rcx", "rdx", "memory", "cc");
+}
+
+/* The @n newest entries, oldest first, into @from and @to */
+static void lbr_read(unsigned n, u64 *from, u64 *to)
+{
+    unsigned tos = rdmsr(MSR_LBR_TOS), i;
+
+    for (i = 0; i < n; i++) {
+        unsigned e = (tos + 16 - (n - 1 - i)) % 16;
+
+        from[i] = rdmsr(MSR_LBR_FROM0 + e);
+        to[i] = rdmsr(MSR_LBR_TO0 + e);
+    }
+}
+
+static void test_lbr(void)
+{
+    const unsigned long want_from[8] = {
+        (unsigned long)lbr_j1, (unsigned long)lbr_j2, (unsigned long)lbr_j3,
+        (unsigned long)lbr_f, (unsigned long)lbr_j4, (unsigned long)lbr_j5,
+        (unsigned long)lbr_f, (unsigned long)lbr_j6,
+    };
+    unsigned long want_to[8] = {
+        (unsigned long)lbr_a, (unsigned long)lbr_b, (unsigned long)lbr_f,
+        (unsigned long)lbr_c, (unsigned long)lbr_d, (unsigned long)lbr_f,
+        (unsigned long)lbr_e, (unsigned long)lbr_end,
+    };
+    u64 from[8], to[8], v = 0, tos0;
+    unsigned i, bad, misp;
+
+    /* Linux's check_msr(): each MSR takes a value and reads it back */
+    tos0 = rdmsr(MSR_LBR_TOS);
+    report(!wrmsr_safe(MSR_LBR_TOS, tos0 ^ 3) &&
+           !rdmsr_safe(MSR_LBR_TOS, &v) && v == (tos0 ^ 3) &&
+           !wrmsr_safe(MSR_LBR_FROM0 + 15, 0xffff) &&
+           !rdmsr_safe(MSR_LBR_FROM0 + 15, &v) && v == 0xffff &&
+           !wrmsr_safe(MSR_LBR_TO0 + 15, 0xffff) &&
+           !rdmsr_safe(MSR_LBR_TO0 + 15, &v) && v == 0xffff,
+           "LBR TOS, FROM15, TO15 take a value and read it back");
+    report(rdmsr_safe(MSR_LBR_FROM0 + 16, &v) &&
+           rdmsr_safe(MSR_LBR_TO0 + 16, &v) &&
+           wrmsr_safe(MSR_LBR_TOS, 16) &&
+           wrmsr_safe(MSR_LBR_SELECT, 0x200) &&
+           wrmsr_safe(MSR_LER_FROM, 0) &&
+           wrmsr_safe(MSR_LBR_TO0, 1ull << 48) &&
+           !wrmsr_safe(MSR_LBR_FROM0, LBR_MISPRED | 0xffff800000000000ull),
+           "beyond the 16 entries, TOS 16, LBR_SELECT bit 9, LER write, "
+           "TO bit 48 alone - expect #GP; FROM with the mispredict flag - "
+           "kept");
+    wrmsr(MSR_LBR_TOS, tos0);
+
+    lbr_seq((unsigned long)lbr_d);
+    lbr_seq((unsigned long)lbr_d);
+    tos0 = rdmsr(MSR_LBR_TOS);
+    lbr_seq((unsigned long)lbr_d);
+    lbr_read(8, from, to);
+    bad = 0;
+    misp = 0;
+    for (i = 0; i < 8; i++) {
+        bad += (from[i] & ~LBR_MISPRED) != want_from[i] || to[i] != want_to[i];
+        misp += !!(from[i] & LBR_MISPRED);
+    }
+    report(rdmsr(MSR_LBR_TOS) == (tos0 + 8) % 16 && bad == 0 && misp == 0,
+           "LBR: 8 branches, JMP, JE, CALL, RET, JMP *, CALL *, RET, JMP - "
+           "expect TOS + 8, each FROM and TO the listing's, none "
+           "mispredicted (got TOS %lx after %lx, %u wrong, %u mispredicted; "
+           "newest %lx -> %lx)", (unsigned long)rdmsr(MSR_LBR_TOS),
+           (unsigned long)tos0, bad, misp, (unsigned long)from[7],
+           (unsigned long)to[7]);
+    lbr_seq((unsigned long)lbr_d2);
+    lbr_read(8, from, to);
+    want_to[4] = (unsigned long)lbr_d2;
+    bad = 0;
+    for (i = 0; i < 8; i++) {
+        bad += (from[i] & ~LBR_MISPRED) != want_from[i] || to[i] != want_to[i];
+    }
+    report(bad == 0 && (from[4] & LBR_MISPRED) &&
+           !((from[3] | from[5]) & LBR_MISPRED),
+           "LBR: the JMP * to a new target - expect its FROM bit 63 set, "
+           "its TO lbr_d2 (got %lx -> %lx, %u wrong)",
+           (unsigned long)from[4], (unsigned long)to[4], bad);
+
+    /* MSR_LBR_SELECT leaves kinds out, and CPLs */
+    tos0 = rdmsr(MSR_LBR_TOS);
+    wrmsr(MSR_LBR_SELECT, (1 << 2) | (1 << 5)); /* JCC, NEAR_RET */
+    lbr_seq((unsigned long)lbr_d);
+    lbr_read(5, from, to);
+    report(rdmsr(MSR_LBR_TOS) == (tos0 + 5) % 16 &&
+           (from[0] & ~LBR_MISPRED) == want_from[0] &&
+           (from[1] & ~LBR_MISPRED) == want_from[2] &&
+           (from[2] & ~LBR_MISPRED) == want_from[4] &&
+           (from[3] & ~LBR_MISPRED) == want_from[5] &&
+           (from[4] & ~LBR_MISPRED) == want_from[7],
+           "LBR_SELECT JCC | NEAR_RET - expect the 5 others only (got TOS "
+           "%lx after %lx)", (unsigned long)rdmsr(MSR_LBR_TOS),
+           (unsigned long)tos0);
+    tos0 = rdmsr(MSR_LBR_TOS);
+    wrmsr(MSR_LBR_SELECT, 1); /* CPL_EQ_0 */
+    lbr_seq((unsigned long)lbr_d);
+    report(rdmsr(MSR_LBR_TOS) == tos0,
+           "LBR_SELECT CPL_EQ_0 - expect nothing recorded at CPL 0");
+    wrmsr(MSR_LBR_SELECT, 0);
+
+    /* an interrupt: LER takes the last branch before it (18.6.1) */
+    set_raw_handler(0x42, (unsigned long)lbr_isr);
+    tos0 = rdmsr(MSR_LBR_TOS);
+    lbr_int_seq();
+    set_raw_handler(0x42, 0);
+    lbr_read(3, from, to);
+    report(rdmsr(MSR_LBR_TOS) == (tos0 + 3) % 16 &&
+           from[0] == (unsigned long)lbr_j0 && to[0] == (unsigned long)lbr_k &&
+           from[1] == (unsigned long)lbr_int &&
+           to[1] == (unsigned long)lbr_isr &&
+           from[2] == (unsigned long)lbr_isr &&
+           to[2] == (unsigned long)lbr_after,
+           "LBR: JMP, INT $0x42, IRETQ - expect the INT from itself to the "
+           "handler and the IRETQ back (got %lx -> %lx, %lx -> %lx)",
+           (unsigned long)from[1], (unsigned long)to[1],
+           (unsigned long)from[2], (unsigned long)to[2]);
+    report(rdmsr(MSR_LER_FROM) == (unsigned long)lbr_j0 &&
+           rdmsr(MSR_LER_TO) == (unsigned long)lbr_k,
+           "LER_FROM_LIP, LER_TO_LIP - expect the JMP before the INT "
+           "(got %lx -> %lx)", (unsigned long)rdmsr(MSR_LER_FROM),
+           (unsigned long)rdmsr(MSR_LER_TO));
+
+    /* FREEZE_LBRS_ON_PMI: the PMI request clears DEBUGCTL.LBR */
+    enable_apic();
+    handle_irq(PMI_VECTOR, pmi_handler);
+    wrmsr(MSR_IA32_DEBUGCTL, 0x801);
+    pmi_run(102, 50);
+    report(pmi_count == 1 && pmi_debugctl == 0x800 &&
+           rdmsr(MSR_LBR_TOS) == pmi_tos,
+           "PMI with FREEZE_LBRS_ON_PMI - expect DEBUGCTL 0x800 in the "
+           "handler and nothing recorded after (got %u, %lx, TOS %lx then "
+           "%lx)", pmi_count, (unsigned long)pmi_debugctl,
+           (unsigned long)pmi_tos, (unsigned long)rdmsr(MSR_LBR_TOS));
+    wrmsr(MSR_IA32_DEBUGCTL, 1);
+    pmi_run(102, 50);
+    wrmsr(MSR_IA32_DEBUGCTL, 0);
+    report(pmi_count == 1 && pmi_debugctl == 1 &&
+           rdmsr(MSR_LBR_TOS) != pmi_tos,
+           "PMI without it - expect LBR on in the handler, and recording "
+           "after (got %u, %lx)", pmi_count, (unsigned long)pmi_debugctl);
+    wrmsr(MSR_IA32_PERF_GLOBAL_OVF_CTRL, 1);
+}
+
 int pmu_cost_main(void)
 {
     report_prefix_push("pmu-cost");
@@ -1917,6 +2136,7 @@ int pmu_main(bool pmu)
         test_loads_stores();
         test_cache_events();
         test_btf();
+        test_lbr();
     } else {
         test_no_pmu();
     }

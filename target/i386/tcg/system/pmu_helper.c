@@ -471,3 +471,40 @@ void helper_pmu_cache_commit(CPUX86State *env, uint32_t mid)
         cpu_loop_exit_restore(env_cpu(env), GETPC());
     }
 }
+
+/* An EIP as the LBR stack takes it: zero-extended outside 64-bit mode */
+static uint64_t lbr_eip(target_ulong eip, bool code64)
+{
+    return code64 ? eip : (uint32_t)eip;
+}
+
+/*
+ * The branch that the TB's exit follows (gen_lbr_exit), at EIP @from, to
+ * EIP @to: @desc is its PMU_LBR_* kind, bit 16 if it was taken at CPL 0,
+ * bit 17 if in 64-bit code; @misp the predictor model's verdict.  The
+ * EIP after a far branch is in the new code segment's mode.
+ */
+void helper_pmu_lbr(CPUX86State *env, target_ulong from, target_ulong to,
+                    uint32_t desc, uint32_t misp)
+{
+    PmuRegs regs = x86_pmu_regs(env);
+
+    pmu_lbr_record(env_archcpu(env)->pmu_profile, &regs, desc & 0xffff,
+                   desc & (1 << 16), lbr_eip(from, desc & (1 << 17)),
+                   lbr_eip(to, env->hflags & HF_CS64_MASK), misp);
+}
+
+/*
+ * An interrupt or exception, delivered at EIP @from at CPL 0 (@cpl0) or
+ * above, in 64-bit code (@code64) or not, went to the handler at EIP
+ * env->eip: for LBR, a far branch (choice 72)
+ */
+void pmu_x86_lbr_event(CPUX86State *env, target_ulong from, bool cpl0,
+                       bool code64)
+{
+    PmuRegs regs = x86_pmu_regs(env);
+
+    pmu_lbr_event(env_archcpu(env)->pmu_profile, &regs, cpl0,
+                  lbr_eip(from, code64),
+                  lbr_eip(env->eip, env->hflags & HF_CS64_MASK));
+}
