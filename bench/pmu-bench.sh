@@ -23,7 +23,8 @@
 # Every round boots each once, in a new random order. The report gives
 # medians and ratios. With -s MODES (a comma-separated list of the guest's
 # modes: plain, stat, stat3 = perf stat -e cycles,instructions,branches,
-# stat0, cache, record, record0 = perf record of /bin/true; insns,
+# stat0, cache, record, lbr = record with LBR branch stacks (-b),
+# record0 = perf record of /bin/true; insns,
 # recinsns, rec0insns = plain, record, record0 under perf stat of the
 # guest's instructions at CPL 3 and 0), each round is instead one pmu=on
 # boot that runs the MODES in turn, so that they compare without the
@@ -51,9 +52,9 @@ while getopts "n:k:uo:s:h" opt; do
 done
 [[ $ROUNDS =~ ^[1-9][0-9]*$ && $KIB =~ ^[1-9][0-9]*$ ]] ||
     die "-n and -k want positive numbers"
-modes_re='(plain|stat|stat3|stat0|cache|record|record0|insns|recinsns|rec0insns)'
+modes_re='(plain|stat|stat3|stat0|cache|record|lbr|record0|insns|recinsns|rec0insns)'
 [[ -z $SAME || $SAME =~ ^$modes_re(,$modes_re)*$ ]] ||
-    die "-s wants modes among plain,stat,stat3,stat0,cache,record,record0,insns,recinsns,rec0insns"
+    die "-s wants modes among plain,stat,stat3,stat0,cache,record,lbr,record0,insns,recinsns,rec0insns"
 
 "$TOP/scripts/build.sh" >/dev/null
 OURS=$BUILD/qemu-system-x86_64

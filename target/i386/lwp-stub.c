@@ -349,3 +349,25 @@ uint32_t pmu_block_events(unsigned source, uint32_t n, bool branch)
 {
     g_assert_not_reached();
 }
+
+unsigned pmu_lbr_depth(const PmuProfile *p)
+{
+    g_assert_not_reached();
+}
+
+bool pmu_lbr_records_at(const PmuProfile *p, const PmuRegs *r, bool cpl0)
+{
+    g_assert_not_reached();
+}
+
+void pmu_lbr_record(const PmuProfile *p, const PmuRegs *r, unsigned kind,
+                    bool cpl0, uint64_t from, uint64_t to, bool misp)
+{
+    g_assert_not_reached();
+}
+
+void pmu_lbr_event(const PmuProfile *p, const PmuRegs *r, bool cpl0,
+                   uint64_t from, uint64_t to)
+{
+    g_assert_not_reached();
+}
