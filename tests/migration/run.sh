@@ -37,8 +37,8 @@
 #      count them; the counters "info lwp" shows must be those after the
 #      instructions that RBX and RIP say retired (monrun-check.py)
 #   h. HMP "info pmu" (config=pmu-monitor, tests/system/pmu.c, under
-#      -cpu Nehalem,pmu=on): the registers as the guest read them, before
-#      and after a migration to a file
+#      -cpu Nehalem,pmu=on): the registers as the guest read them (the LBR
+#      stack included), before and after a migration to a file
 #   i. the PMU's counts across migration (config=pmu-migrate,
 #      tests/system/pmu.c, under -cpu Nehalem,pmu=on): a workload counted
 #      by every counter, mispredicted branches and L1D_HIT (the cache
@@ -701,6 +701,10 @@ if wait_for "$name" '^PMUMONITOR '; then
         c=pmu_fixed$i
         pmu_want+=("FIXED_CTR$i $(printf '0x%012x' "${!c}"):")
     done
+    # the LBR stack (cpu/lbr), its newest entry first
+    pmu_want+=("LBR_SELECT $pmu_lbrsel, TOS $pmu_tos,"
+        "LBR7 FROM $(printf '0x%016x' "$pmu_from7") TO $(printf '0x%016x' "$pmu_to7")"
+        "LBR0 FROM $(printf '0x%016x' "$pmu_from0") TO $(printf '0x%016x' "$pmu_to0")")
     pmu_check "$name" "after the guest's WRMSRs"
     if migrate_out "$name" "$work/pmu.mig"; then
         quit "$name" "$qpid"

@@ -853,6 +853,13 @@ static void test_sampling(void)
  * instructions before its RDMSR.  The bits Table 35-2 reserves raise #GP.
  */
 #define MSR_IA32_DEBUGCTL       0x1d9
+#define MSR_LBR_SELECT  0x1c8
+#define MSR_LBR_TOS     0x1c9
+#define MSR_LER_FROM    0x1dd
+#define MSR_LER_TO      0x1de
+#define MSR_LBR_FROM0   0x680
+#define MSR_LBR_TO0     0x6c0
+#define LBR_MISPRED     (1ull << 63)
 
 static void test_freeze(void)
 {
@@ -957,8 +964,10 @@ static void test_no_pmu(void)
  * print what RDMSR reads back as
  *
  *   PMUMONITOR pmc0=0x... ... evtsel3=0x... fixed0=0x... ... ctrl=0x...
+ *              ... lbrsel=0x... tos=N from7=0x... to7=0x... from0=... to0=...
  *
- * and halt with interrupts off.
+ * and halt with interrupts off.  The LBR entries written are a user
+ * branch with the mispredict flag (7) and a kernel one without (0).
  */
 int pmu_monitor_main(void)
 {
@@ -984,6 +993,12 @@ int pmu_monitor_main(void)
     bad |= wrmsr_safe(MSR_IA32_FIXED_CTR_CTRL, fixed_ctrl);
     bad |= wrmsr_safe(MSR_IA32_PERF_GLOBAL_CTRL, ctrl);
     bad |= wrmsr_safe(MSR_IA32_DEBUGCTL, 1ull << 12);
+    bad |= wrmsr_safe(MSR_LBR_SELECT, 0x1a5);
+    bad |= wrmsr_safe(MSR_LBR_TOS, 7);
+    bad |= wrmsr_safe(MSR_LBR_FROM0 + 7, LBR_MISPRED | 0x401234);
+    bad |= wrmsr_safe(MSR_LBR_TO0 + 7, 0x401240);
+    bad |= wrmsr_safe(MSR_LBR_FROM0, 0x7fffffff81000010ull);
+    bad |= wrmsr_safe(MSR_LBR_TO0, 0xffffffff81000020ull);
     report(!bad, "pmu-monitor: every WRMSR - expect no #GP");
     printf("PMUMONITOR");
     for (i = 0; i < 4; i++) {
@@ -997,10 +1012,17 @@ int pmu_monitor_main(void)
         printf(" fixed%u=0x%lx", i,
                (unsigned long)rdmsr(MSR_IA32_FIXED_CTR0 + i));
     }
-    printf(" fixedctrl=0x%lx ctrl=0x%lx debugctl=0x%lx\n",
+    printf(" fixedctrl=0x%lx ctrl=0x%lx debugctl=0x%lx",
            (unsigned long)rdmsr(MSR_IA32_FIXED_CTR_CTRL),
            (unsigned long)rdmsr(MSR_IA32_PERF_GLOBAL_CTRL),
            (unsigned long)rdmsr(MSR_IA32_DEBUGCTL));
+    printf(" lbrsel=0x%lx tos=%lu from7=0x%lx to7=0x%lx from0=0x%lx "
+           "to0=0x%lx\n", (unsigned long)rdmsr(MSR_LBR_SELECT),
+           (unsigned long)rdmsr(MSR_LBR_TOS),
+           (unsigned long)rdmsr(MSR_LBR_FROM0 + 7),
+           (unsigned long)rdmsr(MSR_LBR_TO0 + 7),
+           (unsigned long)rdmsr(MSR_LBR_FROM0),
+           (unsigned long)rdmsr(MSR_LBR_TO0));
     for (;;) {
         asm volatile("cli; hlt");
     }
@@ -1903,13 +1925,6 @@ static void test_btf(void)
  * both RETs' targets, direct branches are never mispredicted), except the
  * indirect JMP when its target changes (lbr_d2 instead of lbr_d).
  */
-#define MSR_LBR_SELECT  0x1c8
-#define MSR_LBR_TOS     0x1c9
-#define MSR_LER_FROM    0x1dd
-#define MSR_LER_TO      0x1de
-#define MSR_LBR_FROM0   0x680
-#define MSR_LBR_TO0     0x6c0
-#define LBR_MISPRED     (1ull << 63)
 
 extern char lbr_j1[], lbr_a[], lbr_j2[], lbr_b[], lbr_j3[], lbr_c[];
 extern char lbr_j4[], lbr_d[], lbr_d2[], lbr_j5[], lbr_e[], lbr_j6[];

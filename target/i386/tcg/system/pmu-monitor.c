@@ -16,6 +16,8 @@
 typedef struct PmuInfo {
     uint64_t gp[PMU_MAX_GP], evtsel[PMU_MAX_GP], fixed[PMU_MAX_FIXED];
     uint64_t fixed_ctrl, global_ctrl, global_status, debugctl;
+    uint64_t lbr_from[PMU_MAX_LBR], lbr_to[PMU_MAX_LBR];
+    uint64_t lbr_tos, lbr_select, ler_from, ler_to;
 } PmuInfo;
 
 /* On the vCPU's thread, between two TBs */
@@ -33,6 +35,12 @@ static void pmu_info_on_cpu(CPUState *cs, run_on_cpu_data data)
     info->global_ctrl = env->msr_global_ctrl;
     info->global_status = env->msr_global_status;
     info->debugctl = env->msr_debugctl;
+    memcpy(info->lbr_from, env->msr_lbr_from, sizeof(info->lbr_from));
+    memcpy(info->lbr_to, env->msr_lbr_to, sizeof(info->lbr_to));
+    info->lbr_tos = env->msr_lbr_tos;
+    info->lbr_select = env->msr_lbr_select;
+    info->ler_from = env->msr_ler_from;
+    info->ler_to = env->msr_ler_to;
 }
 
 /* pmu-engine.h's PMU_SRC_* */
@@ -95,6 +103,20 @@ static void pmu_info_cpu(Monitor *mon, CPUState *cs,
                    PRIx64 ", FIXED_CTR_CTRL 0x%" PRIx64 "\n",
                    info.global_ctrl, info.global_status, info.fixed_ctrl);
     monitor_printf(mon, "  DEBUGCTL 0x%" PRIx64 "\n", info.debugctl);
+    if (pmu_lbr_depth(profile)) {
+        unsigned n = pmu_lbr_depth(profile), k;
+
+        monitor_printf(mon, "  LBR_SELECT 0x%" PRIx64 ", TOS %" PRIu64
+                       ", LER FROM 0x%016" PRIx64 " TO 0x%016" PRIx64 "\n",
+                       info.lbr_select, info.lbr_tos, info.ler_from,
+                       info.ler_to);
+        /* newest first */
+        for (k = 0; k < n; k++) {
+            i = (info.lbr_tos + n - k) % n;
+            monitor_printf(mon, "  LBR%u FROM 0x%016" PRIx64 " TO 0x%016"
+                           PRIx64 "\n", i, info.lbr_from[i], info.lbr_to[i]);
+        }
+    }
     for (i = 0; i < pmu_num_gp(profile); i++) {
         monitor_printf(mon, "  PMC%u 0x%012" PRIx64 ", PERFEVTSEL%u 0x%"
                        PRIx64 ": ", i, info.gp[i], i, info.evtsel[i]);
