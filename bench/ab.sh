@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# A/B of qemu-x86_64 builds on one copy of gzip -6 with DME (or other
-# events): quicker than bench/qemu-bench.sh, for a change's effect.
+# A/B of qemu-x86_64 builds on one copy of gzip -6 (or xz -6) with DME
+# (or other events): quicker than bench/qemu-bench.sh, for a change's
+# effect.
 #
-#   bench/ab.sh [-n ROUNDS] [-e EVENTS] BINARY...
+#   bench/ab.sh [-n ROUNDS] [-e EVENTS] [-w gzip|xz] BINARY...
 #
 # Each round runs every BINARY once with LWP counting EVENTS (default
 # dme; written as lwp-preload.so takes them, e.g. ire+bre) at interval
@@ -20,16 +21,23 @@ set -euo pipefail
 
 rounds=5
 events=dme
-while getopts "n:e:h" opt; do
+workload=gzip
+while getopts "n:e:w:h" opt; do
     case $opt in
     n) rounds=$OPTARG ;;
     e) events=$OPTARG ;;
+    w) workload=$OPTARG ;;
     *) sed -n '5p' "$0" | sed 's/^# //' >&2; exit 2 ;;
     esac
 done
 shift $((OPTIND - 1))
-[ $# -ge 1 ] || die "usage: bench/ab.sh [-n ROUNDS] [-e EVENTS] BINARY..."
+[ $# -ge 1 ] || die "usage: bench/ab.sh [-n ROUNDS] [-e EVENTS] [-w gzip|xz] BINARY..."
 B=$BUILD/bench
+case $workload in
+gzip) prog=(/usr/bin/gzip -6 -c) ;;
+xz) prog=(/usr/bin/xz -T1 -6 -c) ;;
+*) die "unknown workload '$workload' (gzip or xz)" ;;
+esac
 for f in "$B/input-6m.tar" "$B/lwp-preload.so"; do
     [ -f "$f" ] || die "$f missing: run bench/qemu-bench.sh once"
 done
@@ -43,11 +51,11 @@ for ((r = 0; r < rounds; r++)); do
         t=$({ time "$b" -cpu max,+lwp -E "LD_PRELOAD=$B/lwp-preload.so" \
                   -E "LWP_BENCH_EVENTS=$events" -E LWP_BENCH_INTERVAL=99999 \
                   -E "LWP_BENCH_OUT=$out/$i.lwp" \
-                  /usr/bin/gzip -6 -c "$B/input-6m.tar" >/dev/null; } 2>&1)
+                  "${prog[@]}" "$B/input-6m.tar" >/dev/null; } 2>&1)
         echo "$i $t" >>"$out/times"
         i=$((i + 1))
     done
-    t=$({ time "$1" -cpu max /usr/bin/gzip -6 -c "$B/input-6m.tar" \
+    t=$({ time "$1" -cpu max "${prog[@]}" "$B/input-6m.tar" \
               >/dev/null; } 2>&1)
     echo "off $t" >>"$out/times"
 done
