@@ -34,6 +34,7 @@
 #define PMU_MSR_GLOBAL_INUSE 0x392      /* version 4 */
 #define PMU_MSR_A_PMC0 0x4c1            /* IA32_A_PMC0 .. 7, full width */
 #define PMU_MSR_DEBUGCTL 0x1d9          /* IA32_DEBUGCTL */
+#define PMU_MSR_DS_AREA 0x600           /* IA32_DS_AREA */
 
 /*
  * The last branch records of the Core i7 (SDM 18.6.1 and 18.6.2; Vol. 3C
@@ -65,11 +66,17 @@
 
 /*
  * IA32_DEBUGCTL's flags: record last branches (SDM 18.6), single-step on
- * branches (SDM 17.4.3), and freeze the LBRs and the counters on a PMI
- * (SDM 18.5.3.1)
+ * branches (SDM 17.4.3), store branch trace messages in the BTS buffer
+ * (TR, BTS, BTINT, BTS_OFF_OS, BTS_OFF_USR: SDM 18.7.8), and freeze the
+ * LBRs and the counters on a PMI (SDM 18.5.3.1)
  */
 #define PMU_DEBUGCTL_LBR (1ull << 0)
 #define PMU_DEBUGCTL_BTF (1ull << 1)
+#define PMU_DEBUGCTL_TR (1ull << 6)
+#define PMU_DEBUGCTL_BTS (1ull << 7)
+#define PMU_DEBUGCTL_BTINT (1ull << 8)
+#define PMU_DEBUGCTL_BTS_OFF_OS (1ull << 9)
+#define PMU_DEBUGCTL_BTS_OFF_USR (1ull << 10)
 #define PMU_DEBUGCTL_FREEZE_LBRS_ON_PMI (1ull << 11)
 #define PMU_DEBUGCTL_FREEZE_PERFMON_ON_PMI (1ull << 12)
 
@@ -116,7 +123,7 @@ void pmu_cache_config(const PmuProfile *p, struct LwpCacheConfig *cfg);
 /*
  * IA32_MISC_ENABLE: the bits the profile sets at reset, all read-only
  * (Vol. 4: bit 7 "performance monitoring available", bits 11 and 12 "BTS
- * and PEBS unavailable", until the profile has them)
+ * and PEBS unavailable" for those the profile lacks)
  */
 uint64_t pmu_misc_enable_bits(const PmuProfile *p);
 
@@ -138,6 +145,7 @@ typedef struct PmuRegs {
     uint64_t *lbr_select;     /* MSR_LBR_SELECT */
     uint64_t *ler_from;       /* MSR_LER_FROM_LIP */
     uint64_t *ler_to;         /* MSR_LER_TO_LIP */
+    uint64_t *ds_area;        /* IA32_DS_AREA */
     /*
      * Not a register: the cost model has stall cycles, in which nothing
      * retires (pmu_cost_*), so EDGE, INV and CMASK see them
@@ -314,5 +322,48 @@ void pmu_lbr_record(const PmuProfile *p, const PmuRegs *r, unsigned kind,
  */
 void pmu_lbr_event(const PmuProfile *p, const PmuRegs *r, bool cpl0,
                    uint64_t from, uint64_t to);
+
+/*
+ * The Branch Trace Store (SDM 18.7.8 and 18.5.3; choice 73), with the
+ * 64-bit DS save area (DTES64) at IA32_DS_AREA.  Whether the profile has
+ * it (CPUID.01H:EDX.DS, ECX.DTES64 and ECX.DS-CPL; IA32_MISC_ENABLE bit
+ * 11 clear).
+ */
+bool pmu_has_bts(const PmuProfile *p);
+/*
+ * Whether IA32_DEBUGCTL stores the branch trace messages of branches
+ * taken at CPL 0 (@cpl0) or at CPL 1-3 (TR, BTS and the BTS_OFF_* flag
+ * of that CPL; SDM Table 18-9)
+ */
+bool pmu_bts_records_at(const PmuProfile *p, const PmuRegs *r, bool cpl0);
+
+/* The DS save area's BTS fields (linear addresses), and a record's size */
+#define PMU_DS_BTS_BASE 0x00
+#define PMU_DS_BTS_INDEX 0x08
+#define PMU_DS_BTS_MAX 0x10
+#define PMU_DS_BTS_THRESHOLD 0x18
+#define PMU_BTS_RECORD_SIZE 24
+/* A record's third quadword: the branch was predicted */
+#define PMU_BTS_PREDICTED (1ull << 4)
+
+typedef struct PmuBtsStore {
+    bool store;      /* write the record at the index */
+    uint64_t index;  /* the BTS index after it */
+    bool pmi;        /* a PMI is requested */
+} PmuBtsStore;
+
+/*
+ * What a branch trace message does to the BTS buffer whose base, index,
+ * absolute maximum and interrupt threshold the DS save area holds: the
+ * record is stored at the index if it fits below the absolute maximum,
+ * and the index moves past it.  When no other record fits after it, the
+ * index goes back to the base in the circular mode (IA32_DEBUGCTL.BTINT
+ * clear) and stays otherwise, so that later messages are dropped until
+ * software moves it.  Once a record took the index to the threshold or
+ * beyond, a PMI is requested, in either mode (SDM 18.7.8.3's note: only
+ * a threshold above the maximum avoids it).
+ */
+PmuBtsStore pmu_bts_store(const PmuRegs *r, uint64_t base, uint64_t index,
+                          uint64_t max, uint64_t threshold);
 
 #endif /* PMU_ENGINE_H */

@@ -46,6 +46,8 @@ struct PmuProfile {
     // The entries of the LBR stack (pmu_lbr_depth), at the Core i7's
     // addresses (PMU_MSR_LBR_*)
     uint8_t lbr_depth;
+    // The Branch Trace Store, with the 64-bit DS save area (pmu_has_bts)
+    bool bts;
 };
 
 namespace
@@ -75,6 +77,9 @@ namespace
 // and VIA CPUs, "Misprediction penalty"); Intel publishes none.
 // The LBR stack has 16 entries (SDM 18.6.1, Table 18-8 in the seeds'
 // edition: 06_1AH, 16, TOS 0 to 15).
+// BTS with the 64-bit DS save area and CPL-qualified stores: a Core i7
+// 920's CPUID leaf 1 has EDX bit 21 (DS) and ECX bits 2 (DTES64) and 4
+// (DS-CPL), and its IA32_MISC_ENABLE bit 11 clear.
 constexpr PmuProfile kNehalem = {
     "Nehalem", 3, 4, 48, 3, 48, 7, 0, 0x1c3,
     (uint64_t{1} << 61) | (uint64_t{1} << 62) | (uint64_t{1} << 63),
@@ -83,6 +88,7 @@ constexpr PmuProfile kNehalem = {
               {8u << 20, 16, 64, 40}}},
     17,
     16,
+    true,
 };
 
 // IA32_PERFEVTSELx: bits 31:0 are defined in version 3 (event select,
@@ -91,11 +97,11 @@ constexpr PmuProfile kNehalem = {
 constexpr uint64_t kEvtselValid = bits(32);
 
 // The IA32_DEBUGCTL flags that are modelled: the rest of the defined bits
-// belong to the branch trace facilities (TR, BTS), not modelled yet:
-// writes to them are ignored and they read 0, as without a PMU
+// (ENABLE_UNCORE_PMI) are ignored and read 0, as without a PMU
 constexpr uint64_t kDebugctlModelled =
-    PMU_DEBUGCTL_LBR | PMU_DEBUGCTL_BTF | PMU_DEBUGCTL_FREEZE_LBRS_ON_PMI |
-    PMU_DEBUGCTL_FREEZE_PERFMON_ON_PMI;
+    PMU_DEBUGCTL_LBR | PMU_DEBUGCTL_BTF | PMU_DEBUGCTL_TR | PMU_DEBUGCTL_BTS |
+    PMU_DEBUGCTL_BTINT | PMU_DEBUGCTL_BTS_OFF_OS | PMU_DEBUGCTL_BTS_OFF_USR |
+    PMU_DEBUGCTL_FREEZE_LBRS_ON_PMI | PMU_DEBUGCTL_FREEZE_PERFMON_ON_PMI;
 
 // An LBR address: bits 47:0, and bit 47's sign above them (SDM 18.6.1)
 uint64_t lbr_canonical(uint64_t a)
@@ -142,6 +148,7 @@ enum class Reg {
     kLbrSelect,
     kLerFrom,
     kLerTo,
+    kDsArea,
 };
 
 // @msr as a register of @p, and its counter index in *@index
@@ -193,6 +200,8 @@ Reg decode(const PmuProfile *p, uint32_t msr, unsigned *index)
         return p->lbr_depth ? Reg::kLerFrom : Reg::kNotMine;
     case PMU_MSR_LER_TO:
         return p->lbr_depth ? Reg::kLerTo : Reg::kNotMine;
+    case PMU_MSR_DS_AREA:
+        return p->bts ? Reg::kDsArea : Reg::kNotMine;
     case PMU_MSR_GLOBAL_STATUS_SET:
     case PMU_MSR_GLOBAL_INUSE:
         return p->version >= 4 ? Reg::kNotMine : Reg::kAbsent;
@@ -335,9 +344,10 @@ void pmu_cpuid_0a(const PmuProfile *p, uint32_t *eax, uint32_t *ebx,
     *edx = p->num_fixed | uint32_t{p->fixed_width} << 5;
 }
 
-uint64_t pmu_misc_enable_bits(const PmuProfile *)
+uint64_t pmu_misc_enable_bits(const PmuProfile *p)
 {
-    return PMU_MISC_ENABLE_PERF_AVAIL | PMU_MISC_ENABLE_BTS_UNAVAIL |
+    return PMU_MISC_ENABLE_PERF_AVAIL |
+           (p->bts ? 0 : PMU_MISC_ENABLE_BTS_UNAVAIL) |
            PMU_MISC_ENABLE_PEBS_UNAVAIL;
 }
 
@@ -363,6 +373,9 @@ void pmu_reset(const PmuProfile *p, const PmuRegs *r)
         *r->lbr_select = 0;
         *r->ler_from = 0;
         *r->ler_to = 0;
+    }
+    if (p->bts) {
+        *r->ds_area = 0;
     }
     // At RESET the general-purpose counters' enable bits are set, so that
     // software written for version 1 counts without knowing of this
@@ -426,6 +439,9 @@ PmuStatus pmu_rdmsr(const PmuProfile *p, const PmuRegs *r, uint32_t msr,
         break;
     case Reg::kLbrTos:
         *val = *r->lbr_tos;
+        break;
+    case Reg::kDsArea:
+        *val = *r->ds_area;
         break;
     case Reg::kLbrSelect:
         *val = *r->lbr_select;
@@ -536,6 +552,13 @@ PmuStatus pmu_wrmsr(const PmuProfile *p, const PmuRegs *r, uint32_t msr,
     case Reg::kLerFrom: // read-only
     case Reg::kLerTo:
         return PMU_GP;
+    case Reg::kDsArea:
+        // a linear address: #GP unless canonical (Vol. 4, IA32_DS_AREA)
+        if (val != lbr_canonical(val)) {
+            return PMU_GP;
+        }
+        *r->ds_area = val;
+        break;
     }
     return PMU_DONE;
 }
@@ -748,6 +771,38 @@ void pmu_lbr_event(const PmuProfile *p, const PmuRegs *r, bool cpl0,
     *r->ler_from = lbr_canonical(r->lbr_from[*r->lbr_tos]);
     *r->ler_to = r->lbr_to[*r->lbr_tos];
     pmu_lbr_record(p, r, PMU_LBR_FAR, cpl0, from, to, false);
+}
+
+bool pmu_has_bts(const PmuProfile *p)
+{
+    return p->bts;
+}
+
+bool pmu_bts_records_at(const PmuProfile *p, const PmuRegs *r, bool cpl0)
+{
+    uint64_t d = *r->debugctl;
+
+    return p->bts && (d & PMU_DEBUGCTL_TR) && (d & PMU_DEBUGCTL_BTS) &&
+           !(d & (cpl0 ? PMU_DEBUGCTL_BTS_OFF_OS : PMU_DEBUGCTL_BTS_OFF_USR));
+}
+
+PmuBtsStore pmu_bts_store(const PmuRegs *r, uint64_t base, uint64_t index,
+                          uint64_t max, uint64_t threshold)
+{
+    PmuBtsStore s = {false, index, false};
+
+    // "fits": index + 24 <= max, without wrapping around 2^64
+    if (index > max || max - index < PMU_BTS_RECORD_SIZE) {
+        return s;
+    }
+    s.store = true;
+    s.index = index + PMU_BTS_RECORD_SIZE;
+    s.pmi = s.index >= threshold;
+    if (max - s.index < PMU_BTS_RECORD_SIZE &&
+        !(*r->debugctl & PMU_DEBUGCTL_BTINT)) {
+        s.index = base;
+    }
+    return s;
 }
 
 uint32_t pmu_block_events(unsigned source, uint32_t n, bool branch)

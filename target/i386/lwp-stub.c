@@ -371,3 +371,19 @@ void pmu_lbr_event(const PmuProfile *p, const PmuRegs *r, bool cpl0,
 {
     g_assert_not_reached();
 }
+
+bool pmu_has_bts(const PmuProfile *p)
+{
+    g_assert_not_reached();
+}
+
+bool pmu_bts_records_at(const PmuProfile *p, const PmuRegs *r, bool cpl0)
+{
+    g_assert_not_reached();
+}
+
+PmuBtsStore pmu_bts_store(const PmuRegs *r, uint64_t base, uint64_t index,
+                          uint64_t max, uint64_t threshold)
+{
+    g_assert_not_reached();
+}

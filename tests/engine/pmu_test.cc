@@ -30,10 +30,11 @@ struct Regs {
     uint64_t lbr_from[PMU_MAX_LBR] = {};
     uint64_t lbr_to[PMU_MAX_LBR] = {};
     uint64_t lbr_tos = 0, lbr_select = 0, ler_from = 0, ler_to = 0;
+    uint64_t ds_area = 0;
     PmuRegs r = {gp,        evtsel,    fixed,       &fixed_ctrl,
                  &global_ctrl, &global_status, &debugctl, lbr_from,
                  lbr_to,    &lbr_tos,  &lbr_select, &ler_from,
-                 &ler_to,   false};
+                 &ler_to,   &ds_area,  false};
 };
 
 const PmuProfile *nehalem()
@@ -99,8 +100,8 @@ TEST(PmuCache, NehalemCaches)
 
 TEST(PmuMisc, MiscEnableBits)
 {
-    // bit 7 available, 11 BTS and 12 PEBS unavailable
-    EXPECT_EQ(pmu_misc_enable_bits(nehalem()), 0x1880u);
+    // bit 7 available, 11 BTS available (clear), 12 PEBS unavailable
+    EXPECT_EQ(pmu_misc_enable_bits(nehalem()), 0x1080u);
 }
 
 TEST(PmuReset, GeneralPurposeEnablesSetFixedClear)
@@ -211,16 +212,17 @@ TEST(PmuMsr, DebugctlFreezePerfmonOnPmi)
             << bit;
     }
     EXPECT_EQ(s.debugctl, 0x1000u);
-    // the branch trace flags (6-10, 13) are defined, so they do not raise
-    // #GP; they are not modelled and read 0
+    // the branch trace flags TR, BTS, BTINT, BTS_OFF_OS and BTS_OFF_USR
+    // (6-10) read back; ENABLE_UNCORE_PMI (13) is defined, so it does not
+    // raise #GP, but it is not modelled and reads 0
     ASSERT_EQ(pmu_wrmsr(nehalem(), &s.r, 0x1d9, 0x27c0), PMU_DONE);
     ASSERT_EQ(pmu_rdmsr(nehalem(), &s.r, 0x1d9, &v), PMU_DONE);
-    EXPECT_EQ(v, 0u);
+    EXPECT_EQ(v, 0x7c0u);
     // LBR and BTF, bits 0 and 1, and FREEZE_LBRS_ON_PMI, bit 11, are
     // modelled: they read back
     ASSERT_EQ(pmu_wrmsr(nehalem(), &s.r, 0x1d9, 0x2fc3), PMU_DONE);
     ASSERT_EQ(pmu_rdmsr(nehalem(), &s.r, 0x1d9, &v), PMU_DONE);
-    EXPECT_EQ(v, 0x803u);
+    EXPECT_EQ(v, 0xfc3u);
 }
 
 TEST(PmuOverflow, PmiRequestFreezesTheCountersWhenAsked)
@@ -576,6 +578,128 @@ TEST(PmuCount, TakingBackUndoesTheOverflow)
 // at 1DDH and 1DEH (Vol. 3C Table 35-2); FROM is bits 47:0 with their
 // sign in 62:48 and the mispredict flag in 63, TO bits 47:0 and their
 // sign in 63:48
+// The Branch Trace Store (SDM Vol. 3B 18.7.8; Vol. 4 for IA32_DS_AREA
+// and IA32_DEBUGCTL)
+TEST(PmuBts, DsAreaMsr)
+{
+    Regs s;
+    uint64_t v = 1;
+    s.ds_area = 0x1234;
+    pmu_reset(nehalem(), &s.r);
+    EXPECT_TRUE(pmu_has_bts(nehalem()));
+    EXPECT_TRUE(pmu_owns_msr(nehalem(), 0x600));
+    ASSERT_EQ(pmu_rdmsr(nehalem(), &s.r, 0x600, &v), PMU_DONE);
+    EXPECT_EQ(v, 0u);
+    EXPECT_EQ(pmu_wrmsr(nehalem(), &s.r, 0x600, 0xffff880012345000ull),
+              PMU_DONE);
+    ASSERT_EQ(pmu_rdmsr(nehalem(), &s.r, 0x600, &v), PMU_DONE);
+    EXPECT_EQ(v, 0xffff880012345000ull);
+    // a linear address: not canonical, #GP and unchanged
+    EXPECT_EQ(pmu_wrmsr(nehalem(), &s.r, 0x600, 0x0000800000000000ull),
+              PMU_GP);
+    EXPECT_EQ(pmu_wrmsr(nehalem(), &s.r, 0x600, 0x8000000000000000ull),
+              PMU_GP);
+    EXPECT_EQ(s.ds_area, 0xffff880012345000ull);
+}
+
+// Table 18-9, CPL-qualified branch trace store encodings: TR, BTS,
+// BTS_OFF_OS, BTS_OFF_USR (BTINT plays no part in which are stored)
+TEST(PmuBts, CplQualifiedEncodings)
+{
+    struct {
+        uint64_t debugctl;
+        bool cpl0, cpl3;
+    } const rows[] = {
+        {0, false, false},
+        {0x040, false, false},          // TR: messages, not stored
+        {0x080, false, false},          // BTS without TR
+        {0x0c0, true, true},            // all
+        {0x2c0, false, true},           // BTS_OFF_OS: CPL > 0 only
+        {0x4c0, true, false},           // BTS_OFF_USR: CPL 0 only
+        {0x6c0, false, false},          // both off
+        {0x1c0, true, true},            // with BTINT
+        {0x7c0, false, false},
+    };
+    for (const auto &row : rows) {
+        Regs s;
+        s.debugctl = row.debugctl;
+        EXPECT_EQ(pmu_bts_records_at(nehalem(), &s.r, true), row.cpl0)
+            << std::hex << row.debugctl;
+        EXPECT_EQ(pmu_bts_records_at(nehalem(), &s.r, false), row.cpl3)
+            << std::hex << row.debugctl;
+    }
+}
+
+// The BTS buffer (18.7.8.2 and its notes): base 0x1000, three 24-byte
+// records up to the absolute maximum 0x1048
+TEST(PmuBts, CircularBufferWraps)
+{
+    Regs s;
+    s.debugctl = 0xc0; // TR, BTS; BTINT clear: circular
+    // threshold beyond the maximum: no interrupt ever
+    PmuBtsStore st = pmu_bts_store(&s.r, 0x1000, 0x1000, 0x1048, 0x1060);
+    EXPECT_TRUE(st.store);
+    EXPECT_EQ(st.index, 0x1018u);
+    EXPECT_FALSE(st.pmi);
+    st = pmu_bts_store(&s.r, 0x1000, 0x1018, 0x1048, 0x1060);
+    EXPECT_TRUE(st.store);
+    EXPECT_EQ(st.index, 0x1030u);
+    // the third fills the buffer: back to the base
+    st = pmu_bts_store(&s.r, 0x1000, 0x1030, 0x1048, 0x1060);
+    EXPECT_TRUE(st.store);
+    EXPECT_EQ(st.index, 0x1000u);
+    EXPECT_FALSE(st.pmi);
+    // the SDM's "a multiple of the record size plus 1" maximum: the same
+    st = pmu_bts_store(&s.r, 0x1000, 0x1030, 0x1049, 0x1060);
+    EXPECT_TRUE(st.store);
+    EXPECT_EQ(st.index, 0x1000u);
+    // "it's not enough to clear BTINT": a threshold within the buffer
+    // interrupts in the circular mode too
+    st = pmu_bts_store(&s.r, 0x1000, 0x1018, 0x1048, 0x1030);
+    EXPECT_TRUE(st.pmi);
+}
+
+TEST(PmuBts, InterruptModeStopsWhenFull)
+{
+    Regs s;
+    s.debugctl = 0x1c0; // TR, BTS, BTINT
+    // threshold at the second record's end
+    PmuBtsStore st = pmu_bts_store(&s.r, 0x1000, 0x1000, 0x1048, 0x1030);
+    EXPECT_TRUE(st.store);
+    EXPECT_EQ(st.index, 0x1018u);
+    EXPECT_FALSE(st.pmi);
+    st = pmu_bts_store(&s.r, 0x1000, 0x1018, 0x1048, 0x1030);
+    EXPECT_TRUE(st.store);
+    EXPECT_EQ(st.index, 0x1030u);
+    EXPECT_TRUE(st.pmi);
+    st = pmu_bts_store(&s.r, 0x1000, 0x1030, 0x1048, 0x1030);
+    EXPECT_TRUE(st.store);
+    EXPECT_EQ(st.index, 0x1048u);
+    EXPECT_TRUE(st.pmi);
+    // full: dropped, the index stays
+    st = pmu_bts_store(&s.r, 0x1000, 0x1048, 0x1048, 0x1030);
+    EXPECT_FALSE(st.store);
+    EXPECT_EQ(st.index, 0x1048u);
+    EXPECT_FALSE(st.pmi);
+}
+
+TEST(PmuBts, NoRoomStoresNothing)
+{
+    Regs s;
+    s.debugctl = 0xc0;
+    // smaller than one record (the SDM: undefined; here nothing)
+    PmuBtsStore st = pmu_bts_store(&s.r, 0x1000, 0x1000, 0x1010, 0);
+    EXPECT_FALSE(st.store);
+    EXPECT_EQ(st.index, 0x1000u);
+    EXPECT_FALSE(st.pmi);
+    // an index past the maximum, and one that would wrap around 2^64
+    st = pmu_bts_store(&s.r, 0x1000, 0x2000, 0x1048, 0);
+    EXPECT_FALSE(st.store);
+    EXPECT_EQ(st.index, 0x2000u);
+    st = pmu_bts_store(&s.r, 0, ~uint64_t{0} - 8, ~uint64_t{0}, 0);
+    EXPECT_FALSE(st.store);
+}
+
 TEST(PmuLbr, Msrs)
 {
     Regs s;

@@ -327,6 +327,41 @@ blockstep_check() {
     check "$(result test -n "$bs_want" -a "$bs_got" = "$bs_want")" "$1: PTRACE_SINGLEBLOCK stops after the branches taken only, at offsets $bs_want of work() (got ${bs_got:-${line:-nothing}})"
     check "$(result test "$bs_steps" = 13)" "$1: PTRACE_SINGLESTEP of work() stops after each of its 13 instructions (got ${bs_steps:-nothing})"
 }
+# bts_check: the perf guest booted with "nopti perfbts" (tests/linux/init-perf):
+# Debian's perf records perf-loop 1000 through intel_bts (the Branch Trace
+# Store, SDM 18.7.8, which Linux offers only without PTI): its trace holds
+# the loop's JNZ to the DEC it jumps back to exactly 999 times (the loops
+# are objdump's, as for brstack_check), and that JNZ to nowhere else
+bts_check() {
+    local log=$BUILD/test-logs/linux-perf-bts.serial why qstatus=0 bev loops
+    local n total=''
+    rm -f "$log"
+    timeout "$boot_timeout" "$qemu" "${firmware[@]}" -M pc -accel tcg \
+        -cpu Nehalem,pmu=on -m 512M -smp 1 -no-reboot \
+        -display none -vga none -nic none -monitor none \
+        -serial "file:$log" -kernel "$dir/vmlinuz" \
+        -initrd "$dir/initramfs-perf.gz" \
+        -append "console=ttyS0 quiet panic=-1 nopti perfbts" </dev/null ||
+        qstatus=$?
+    [ -f "$log" ] || : >"$log"
+    bev=$(tr -d '\r' <"$log" | grep -ao '@@.*' || true)
+    why=$(boot_verdict "$qstatus" "$boot_timeout" "$bev" "$log")
+    check "$(result test -z "$why")" "perf guest (nopti perfbts) boots, runs its init to the end and powers off$why"
+    loops=$(objdump -d --no-show-raw-insn "$dir/initramfs-perf/bin/perf-loop" |
+        awk '$2 == "dec" { d = $1; sub(":", "", d); next }
+             d != "" && $2 == "jne" && $3 == d {
+                 j = $1; sub(":", "", j); printf "%s/%s ", j, d }
+             { d = "" }')
+    total=$(sed -n 's/^@@btsn //p' <<<"$bev")
+    # "@@bts COUNT FROM => TO": the count of the pair that is a loop, and
+    # how many pairs leave from a loop's JNZ
+    n=$(grep '^@@bts ' <<<"$bev" | awk -v loops=" $loops" '
+        { f[NR] = $3 }
+        index(loops, " " $3 "/" $5 " ") { n = $2; jnz = $3 }
+        END { k = 0; for (i = 1; i <= NR; i++) if (f[i] == jnz) k++
+              print (n == "" ? "none" : n) " " k }' || true)
+    check "$(result test -n "$loops" -a "$n" = "999 1")" "BTS: perf record -e intel_bts//u of perf-loop 1000: its JNZ back to its DEC ($loops) 999 times and to nowhere else, among ${total:-no} branches (got ${n:-nothing}${why:+; $(grep -m1 '^@@error' <<<"$bev")})"
+}
 # perf_boot NAME SMP ACCEL [QEMU ARGUMENTS]: the perf guest with -smp SMP
 # -accel ACCEL; its evidence lines in $ev, and one check that it ran to
 # its end
@@ -523,6 +558,7 @@ if pdir=$("$src/fetch.sh" perf) && perf_init "$dir/initramfs-perf"; then
     else
         check 1 "perf under -smp 4, MTTCG: perf stat printed its counts"
     fi
+    bts_check
     perf_test
 else
     check 1 "fetch Debian's linux-perf and build the perf initramfs (tests/linux/fetch.sh perf)"

@@ -691,8 +691,9 @@ if wait_for "$name" '^PMUMONITOR '; then
     for kv in ${line#PMUMONITOR }; do
         declare "pmu_${kv%%=*}=${kv#*=}"
     done
+    # IA32_DS_AREA migrates in cpu/ds_area
     pmu_want=("GLOBAL_CTRL $pmu_ctrl, GLOBAL_STATUS 0x0, FIXED_CTR_CTRL $pmu_fixedctrl"
-        "DEBUGCTL $pmu_debugctl")
+        "DEBUGCTL $pmu_debugctl, DS_AREA $(printf '0x%016x' "$pmu_dsarea")")
     for i in 0 1 2 3; do
         c=pmu_pmc$i e=pmu_evtsel$i
         pmu_want+=("PMC$i $(printf '0x%012x' "${!c}"), PERFEVTSEL$i ${!e}:")

@@ -17,7 +17,7 @@ typedef struct PmuInfo {
     uint64_t gp[PMU_MAX_GP], evtsel[PMU_MAX_GP], fixed[PMU_MAX_FIXED];
     uint64_t fixed_ctrl, global_ctrl, global_status, debugctl;
     uint64_t lbr_from[PMU_MAX_LBR], lbr_to[PMU_MAX_LBR];
-    uint64_t lbr_tos, lbr_select, ler_from, ler_to;
+    uint64_t lbr_tos, lbr_select, ler_from, ler_to, ds_area;
 } PmuInfo;
 
 /* On the vCPU's thread, between two TBs */
@@ -41,6 +41,7 @@ static void pmu_info_on_cpu(CPUState *cs, run_on_cpu_data data)
     info->lbr_select = env->msr_lbr_select;
     info->ler_from = env->msr_ler_from;
     info->ler_to = env->msr_ler_to;
+    info->ds_area = env->msr_ds_area;
 }
 
 /* pmu-engine.h's PMU_SRC_* */
@@ -102,7 +103,11 @@ static void pmu_info_cpu(Monitor *mon, CPUState *cs,
     monitor_printf(mon, "  GLOBAL_CTRL 0x%" PRIx64 ", GLOBAL_STATUS 0x%"
                    PRIx64 ", FIXED_CTR_CTRL 0x%" PRIx64 "\n",
                    info.global_ctrl, info.global_status, info.fixed_ctrl);
-    monitor_printf(mon, "  DEBUGCTL 0x%" PRIx64 "\n", info.debugctl);
+    monitor_printf(mon, "  DEBUGCTL 0x%" PRIx64, info.debugctl);
+    if (pmu_has_bts(profile)) {
+        monitor_printf(mon, ", DS_AREA 0x%016" PRIx64, info.ds_area);
+    }
+    monitor_printf(mon, "\n");
     if (pmu_lbr_depth(profile)) {
         unsigned n = pmu_lbr_depth(profile), k;
 

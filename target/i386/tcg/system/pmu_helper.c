@@ -10,6 +10,7 @@
 #include "qemu/osdep.h"
 #include "cpu.h"
 #include "exec/exec-all.h"
+#include "exec/cpu_ldst.h"
 #include "exec/helper-proto.h"
 #include "tcg/insn-start-words.h"
 #include "tcg/tcg.h"
@@ -495,16 +496,94 @@ void helper_pmu_lbr(CPUX86State *env, target_ulong from, target_ulong to,
 }
 
 /*
+ * The Branch Trace Store (choice 73): the DS save area and the BTS buffer
+ * are accessed through the supervisor's mapping of the current address
+ * space (the kernel set IA32_DS_AREA), without SMAP, never faulting: a
+ * field or record that is not mapped writable (readable, for the fields
+ * read) drops the message, and nothing of it is written.
+ */
+static int bts_mmu_index(CPUX86State *env)
+{
+    return env->hflags & HF_LMA_MASK ? MMU_KNOSMAP64_IDX : MMU_KNOSMAP32_IDX;
+}
+
+/* Whether the @len bytes at @addr (at most a page) can be accessed */
+static bool bts_probe(CPUX86State *env, uint64_t addr, int len,
+                      MMUAccessType type)
+{
+    void *host;
+    int mmu_idx = bts_mmu_index(env);
+
+    return !(probe_access_flags(env, addr, 1, type, mmu_idx, true, &host,
+                                0) & TLB_INVALID_MASK) &&
+           !(probe_access_flags(env, addr + len - 1, 1, type, mmu_idx, true,
+                                &host, 0) & TLB_INVALID_MASK);
+}
+
+/*
+ * A branch trace message, from EIP @from (of the branch, or where an
+ * interrupt or exception was delivered) taken at CPL 0 (@cpl0) or above,
+ * to EIP @to, predicted by the model unless @misp: stored in the BTS
+ * buffer if IA32_DEBUGCTL asks for those of that CPL
+ */
+static void pmu_bts(CPUX86State *env, uint64_t from, uint64_t to, bool cpl0,
+                    bool misp)
+{
+    const PmuProfile *p = env_archcpu(env)->pmu_profile;
+    PmuRegs regs = x86_pmu_regs(env);
+    uint64_t ds = env->msr_ds_area, f[4];
+    int mmu_idx = bts_mmu_index(env), i;
+    PmuBtsStore st;
+
+    if (!pmu_bts_records_at(p, &regs, cpl0) ||
+        !bts_probe(env, ds, 32, MMU_DATA_LOAD) ||
+        !bts_probe(env, ds + PMU_DS_BTS_INDEX, 8, MMU_DATA_STORE)) {
+        return;
+    }
+    for (i = 0; i < 4; i++) {
+        f[i] = cpu_ldq_le_mmuidx_ra(env, ds + 8 * i, mmu_idx, 0);
+    }
+    st = pmu_bts_store(&regs, f[0], f[1], f[2], f[3]);
+    if (!st.store ||
+        !bts_probe(env, f[1], PMU_BTS_RECORD_SIZE, MMU_DATA_STORE)) {
+        return;
+    }
+    cpu_stq_le_mmuidx_ra(env, f[1], from, mmu_idx, 0);
+    cpu_stq_le_mmuidx_ra(env, f[1] + 8, to, mmu_idx, 0);
+    cpu_stq_le_mmuidx_ra(env, f[1] + 16, misp ? 0 : PMU_BTS_PREDICTED,
+                         mmu_idx, 0);
+    cpu_stq_le_mmuidx_ra(env, ds + PMU_DS_BTS_INDEX, st.index, mmu_idx, 0);
+    if (st.pmi) {
+        pmu_pmi(env);
+    }
+}
+
+/* The branch that the TB's exit follows (gen_lbr_exit): as helper_pmu_lbr */
+void helper_pmu_bts(CPUX86State *env, target_ulong from, target_ulong to,
+                    uint32_t desc, uint32_t misp)
+{
+    pmu_bts(env, lbr_eip(from, desc & (1 << 17)),
+            lbr_eip(to, env->hflags & HF_CS64_MASK), desc & (1 << 16), misp);
+}
+
+/*
  * An interrupt or exception, delivered at EIP @from at CPL 0 (@cpl0) or
  * above, in 64-bit code (@code64) or not, went to the handler at EIP
- * env->eip: for LBR, a far branch (choice 72)
+ * env->eip: for LBR, a far branch (choice 72); for BTS, a message
+ * (choice 73)
  */
 void pmu_x86_lbr_event(CPUX86State *env, target_ulong from, bool cpl0,
                        bool code64)
 {
     PmuRegs regs = x86_pmu_regs(env);
 
-    pmu_lbr_event(env_archcpu(env)->pmu_profile, &regs, cpl0,
-                  lbr_eip(from, code64),
-                  lbr_eip(env->eip, env->hflags & HF_CS64_MASK));
+    if (env->msr_debugctl & PMU_DEBUGCTL_LBR) {
+        pmu_lbr_event(env_archcpu(env)->pmu_profile, &regs, cpl0,
+                      lbr_eip(from, code64),
+                      lbr_eip(env->eip, env->hflags & HF_CS64_MASK));
+    }
+    if (env->msr_debugctl & PMU_DEBUGCTL_TR) {
+        pmu_bts(env, lbr_eip(from, code64),
+                lbr_eip(env->eip, env->hflags & HF_CS64_MASK), cpl0, false);
+    }
 }
