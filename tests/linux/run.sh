@@ -282,6 +282,9 @@ perf_init() { # ROOT: an initramfs tree with perf, its libraries, the loop
         -o "$r/bin/perf-loop" "$src/perf-loop.c" || return 1
     gcc -static -O2 -Wall -o "$r/bin/rdpmc-self" "$src/rdpmc-self.c" || return 1
     gcc -static -O2 -Wall -o "$r/bin/blockstep" "$src/blockstep.c" || return 1
+    # and brmix away from both, for the plugin of the branch boot
+    gcc -static -O2 -Wall -Wl,-Ttext-segment=0x20000000 \
+        -o "$r/bin/brmix" "$src/brmix.c" || return 1
 }
 # blockstep_check TAG: PTRACE_SINGLEBLOCK, which sets IA32_DEBUGCTL.BTF
 # (SDM Vol. 3B 17.4.3; tests/linux/blockstep.c): its stops inside work()
@@ -327,26 +330,53 @@ blockstep_check() {
     check "$(result test -n "$bs_want" -a "$bs_got" = "$bs_want")" "$1: PTRACE_SINGLEBLOCK stops after the branches taken only, at offsets $bs_want of work() (got ${bs_got:-${line:-nothing}})"
     check "$(result test "$bs_steps" = 13)" "$1: PTRACE_SINGLESTEP of work() stops after each of its 13 instructions (got ${bs_steps:-nothing})"
 }
-# bts_check: the perf guest booted with "nopti perfbts" (tests/linux/init-perf):
-# Debian's perf records perf-loop 1000 through intel_bts (the Branch Trace
-# Store, SDM 18.7.8, which Linux offers only without PTI): its trace holds
-# the loop's JNZ to the DEC it jumps back to exactly 999 times (the loops
-# are objdump's, as for brstack_check), and that JNZ to nowhere else
-bts_check() {
-    local log=$BUILD/test-logs/linux-perf-bts.serial why qstatus=0 bev loops
-    local n total=''
-    rm -f "$log"
+# plugin_for EXE ARGS: the -plugin argument of tests/linux/uinsn-plugin.c
+# (built into $BUILD/test-logs) for the static program EXE: its address
+# range and entry point, then ARGS; fails if the plugin does not build
+plugin_for() {
+    local so=$BUILD/test-logs/uinsn-plugin.so glib lo='' hi='' entry t va ms
+    read -r -a glib <<<"$(pkg-config --cflags glib-2.0)"
+    gcc -shared -fPIC -O2 -Wall -Werror "${glib[@]}" \
+        -I "$SRC/include/qemu" -o "$so" "$src/uinsn-plugin.c" || return 1
+    entry=$(readelf -h "$1" | awk '/Entry point/ { print $4 }')
+    while read -r t _ va _ _ ms _; do
+        [ "$t" = LOAD ] || continue
+        [ -n "${lo:-}" ] && [ $((va)) -ge $((lo)) ] || lo=$((va))
+        [ -n "${hi:-}" ] && [ $((va + ms)) -le $((hi)) ] || hi=$((va + ms))
+    done < <(readelf -lW "$1")
+    echo "$so,lo=$lo,hi=$hi,entry=$entry,$2"
+}
+# branch_boot: the perf guest booted with "nopti perfbranch"
+# (tests/linux/init-perf), under tests/linux/uinsn-plugin.c for brmix.
+# BTS: Debian's perf records perf-loop 1000 through intel_bts (the Branch
+# Trace Store, SDM 18.7.8, which Linux offers only without PTI): its
+# trace holds the loop's JNZ to the DEC it jumps back to exactly 999
+# times (the loops are objdump's, as for brstack_check), and that JNZ to
+# nowhere else.  LBR: each of perf record -b's branch stacks of brmix
+# 200000 is the plugin's last branches taken before the sample's
+# instruction in the same run (tests/linux/lbr-oracle.py)
+branch_boot() {
+    local log=$BUILD/test-logs/linux-perf-branch.serial why qstatus=0 bev
+    local plog=$BUILD/test-logs/linux-perf-branch.plugin loops n total=''
+    local pargs=() res t ms arg
+    rm -f "$log" "$plog"
+    if arg=$(plugin_for "$dir/initramfs-perf/bin/brmix" \
+                        period=100003,brs=1,window=32); then
+        pargs=(-plugin "$arg" -d plugin -D "$plog")
+    else
+        check 1 "build tests/linux/uinsn-plugin.c"
+    fi
     timeout "$boot_timeout" "$qemu" "${firmware[@]}" -M pc -accel tcg \
         -cpu Nehalem,pmu=on -m 512M -smp 1 -no-reboot \
         -display none -vga none -nic none -monitor none \
         -serial "file:$log" -kernel "$dir/vmlinuz" \
         -initrd "$dir/initramfs-perf.gz" \
-        -append "console=ttyS0 quiet panic=-1 nopti perfbts" </dev/null ||
-        qstatus=$?
+        -append "console=ttyS0 quiet panic=-1 nopti perfbranch" \
+        "${pargs[@]}" </dev/null || qstatus=$?
     [ -f "$log" ] || : >"$log"
     bev=$(tr -d '\r' <"$log" | grep -ao '@@.*' || true)
     why=$(boot_verdict "$qstatus" "$boot_timeout" "$bev" "$log")
-    check "$(result test -z "$why")" "perf guest (nopti perfbts) boots, runs its init to the end and powers off$why"
+    check "$(result test -z "$why")" "perf guest (nopti perfbranch) boots, runs its init to the end and powers off$why"
     loops=$(objdump -d --no-show-raw-insn "$dir/initramfs-perf/bin/perf-loop" |
         awk '$2 == "dec" { d = $1; sub(":", "", d); next }
              d != "" && $2 == "jne" && $3 == d {
@@ -360,7 +390,11 @@ bts_check() {
         index(loops, " " $3 "/" $5 " ") { n = $2; jnz = $3 }
         END { k = 0; for (i = 1; i <= NR; i++) if (f[i] == jnz) k++
               print (n == "" ? "none" : n) " " k }' || true)
-    check "$(result test -n "$loops" -a "$n" = "999 1")" "BTS: perf record -e intel_bts//u of perf-loop 1000: its JNZ back to its DEC ($loops) 999 times and to nowhere else, among ${total:-no} branches (got ${n:-nothing}${why:+; $(grep -m1 '^@@error' <<<"$bev")})"
+    check "$(result test -n "$loops" -a "$n" = "999 1")" "BTS: perf record -e intel_bts//u of perf-loop 1000: its JNZ back to its DEC ($loops) 999 times and to nowhere else, among ${total:-no} branches (got ${n:-nothing}$(grep -m1 '^@@error bts' <<<"$bev" | sed 's/^/; /'))"
+    [ "${#pargs[@]}" -gt 0 ] || return 0
+    res=$(grep '^@@brmix ' <<<"$bev" | python3 "$src/lbr-oracle.py" "$plog" 2>&1 || true)
+    read -r _ n _ t _ _ _ ms <<<"$res"
+    check "$(result test "${n:-0}" -ge 19 -a "${ms:-x}" = 0)" "LBR: perf record -b of brmix 200000, a sample every 100003 user instructions: every branch stack is the TCG plugin's last branches taken before the sample's instruction in the same run, the instruction after each 100003rd or at most 31 after it (got ${res:-nothing}$(grep -m1 '^@@error brmix' <<<"$bev" | sed 's/^/; /'))"
 }
 # perf_boot NAME SMP ACCEL [QEMU ARGUMENTS]: the perf guest with -smp SMP
 # -accel ACCEL; its evidence lines in $ev, and one check that it ran to
@@ -418,25 +452,16 @@ perf_big() {
 # its -plugin and -D arguments in $plugin_args (none if it does not
 # build), its output in $plugin_log
 perf_plugin() {
-    local so=$BUILD/test-logs/uinsn-plugin.so glib lo='' hi='' entry t va ms
-    local exe=$dir/initramfs-perf/bin/perf-loop
+    local arg
     plugin_log=$BUILD/test-logs/linux-perf-smp1.plugin plugin_args=()
     rm -f "$plugin_log"
-    read -r -a glib <<<"$(pkg-config --cflags glib-2.0)"
-    if ! gcc -shared -fPIC -O2 -Wall -Werror "${glib[@]}" \
-            -I "$SRC/include/qemu" -o "$so" "$src/uinsn-plugin.c"; then
+    # run 10 of init-perf is perf record's; 8 and 9 count cache events
+    if ! arg=$(plugin_for "$dir/initramfs-perf/bin/perf-loop" \
+                          period=10007,ips=10,window=32,loads=8:9); then
         check 1 "build tests/linux/uinsn-plugin.c"
         return
     fi
-    entry=$(readelf -h "$exe" | awk '/Entry point/ { print $4 }')
-    while read -r t _ va _ _ ms _; do
-        [ "$t" = LOAD ] || continue
-        [ -n "${lo:-}" ] && [ $((va)) -ge $((lo)) ] || lo=$((va))
-        [ -n "${hi:-}" ] && [ $((va + ms)) -le $((hi)) ] || hi=$((va + ms))
-    done < <(readelf -lW "$exe")
-    # run 10 of init-perf is perf record's; 8 and 9 count cache events
-    plugin_args=(-plugin "$so,lo=$lo,hi=$hi,entry=$entry,period=10007,ips=10,window=32,loads=8:9"
-                 -d plugin -D "$plugin_log")
+    plugin_args=(-plugin "$arg" -d plugin -D "$plugin_log")
 }
 # perf_plugin_check: each perf stat run of the smp1 boot that is exact
 # (not run 5, multiplexed) counts what the plugin counted of the same
@@ -558,7 +583,7 @@ if pdir=$("$src/fetch.sh" perf) && perf_init "$dir/initramfs-perf"; then
     else
         check 1 "perf under -smp 4, MTTCG: perf stat printed its counts"
     fi
-    bts_check
+    branch_boot
     perf_test
 else
     check 1 "fetch Debian's linux-perf and build the perf initramfs (tests/linux/fetch.sh perf)"

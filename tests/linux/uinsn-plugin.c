@@ -17,8 +17,8 @@
  * vCPU (-smp 1).
  *
  * Arguments: lo=ADDRESS, hi=ADDRESS, entry=ADDRESS (ELF e_entry),
- * period=P, ips=R, window=W (default 1).  Prints, at exit, for each run
- * R:
+ * period=P, ips=R, brs=R, window=W (default 1).  Prints, at exit, for
+ * each run R:
  *   run R insns N branches B loads L stores S
  *                              the run's instructions that retired,
  *                              those of them that are branches by their
@@ -33,6 +33,16 @@
  *             the first is where a PMI taken exactly after instruction
  *             k * P (a counter of user instructions with period P)
  *             interrupts
+ * and, with brs=R, for run R, the branches taken before each of those
+ * instructions (k * P + 1 + D, D below W), newest first, at most 16:
+ *   brs K D A F>T ...  the instruction at A, and a branch taken from the
+ *             instruction at F to the one at T: a JMP, CALL or RET, or
+ *             a conditional branch followed by an instruction that is
+ *             not the next in memory (LBR's stack at a PMI taken
+ *             exactly after instruction k * P + D, as
+ *             tests/linux/lbr-oracle.py compares it with perf's; a
+ *             branch out of the program and back, a system call or an
+ *             interrupt, is none here)
  * and, with loads=R1:R2, for each instruction of runs R1 to R2 that
  * reads memory, in the order they execute (for tests/linux/cache-oracle.py):
  *   i R A     the run and address of the instruction, then
@@ -52,25 +62,39 @@
 
 QEMU_PLUGIN_EXPORT int qemu_plugin_version = QEMU_PLUGIN_VERSION;
 
-static uint64_t lo, hi, entry, period, ips_run, window = 1;
+static uint64_t lo, hi, entry, period, ips_run, brs_run, window = 1;
 static uint64_t loads_from, loads_to;
 /* the instruction at last has printed "i" (loads=) */
 static bool last_printed;
 static bool line_open;
 static uint64_t run, insns, branches, loads, stores;
 static uint64_t last = UINT64_MAX;
+/* The address after the instruction at last, and its branch_kind() */
+static uint64_t last_next;
+static unsigned last_br;
+/* The branches taken of the run (brs=), the newest at ring[top] */
+#define RING 16
+static uint64_t ring_from[RING], ring_to[RING];
+static unsigned ring_top, ring_n;
 /* What the instruction at last did to memory so far: bit 0 read, 1 wrote */
 static unsigned last_mem;
 static GString *out;
 
-/* Whether the disassembly @d (capstone's, AT&T or Intel) is a branch */
-static bool is_branch(const char *d)
+/* What the disassembly @d (capstone's, AT&T or Intel) is */
+enum {
+    NOT_BRANCH,
+    BRANCH_COND,    /* Jcc, JrCXZ, LOOPcc: taken if not to the next */
+    BRANCH,         /* JMP, CALL, RET: always taken */
+    BRANCH_SYSCALL, /* a branch out of the program (counts, not traced) */
+};
+
+static unsigned branch_kind(const char *d)
 {
     static const char *const prefixes[] = {
         "rep ", "repz ", "repe ", "repnz ", "repne ", "bnd ", "notrack ",
     };
     static const char *const names[] = {
-        "call", "ret", "loop", "syscall",
+        "jmp", "call", "ret",
     };
     size_t i;
 
@@ -82,15 +106,18 @@ static bool is_branch(const char *d)
             i++;
         }
     }
-    if (d[0] == 'j') {
-        return true;
-    }
     for (i = 0; i < G_N_ELEMENTS(names); i++) {
         if (g_str_has_prefix(d, names[i])) {
-            return true;
+            return BRANCH;
         }
     }
-    return false;
+    if (g_str_has_prefix(d, "syscall")) {
+        return BRANCH_SYSCALL;
+    }
+    if (d[0] == 'j' || g_str_has_prefix(d, "loop")) {
+        return BRANCH_COND;
+    }
+    return NOT_BRANCH;
 }
 
 /* The instruction at last retired: count its accesses */
@@ -116,11 +143,28 @@ static void run_end(void)
     }
     insns = branches = loads = stores = 0;
     last = UINT64_MAX;
+    ring_n = 0;
+}
+
+/* Print "brs K D A" and the run's last branches taken, newest first */
+static void brs_print(uint64_t pc)
+{
+    unsigned i;
+
+    g_string_append_printf(out, "brs %" PRIu64 " %" PRIu64 " %" PRIx64,
+                           (insns - 1) / period, (insns - 1) % period, pc);
+    for (i = 0; i < ring_n; i++) {
+        unsigned j = (ring_top + RING - i) % RING;
+
+        g_string_append_printf(out, " %" PRIx64 ">%" PRIx64, ring_from[j],
+                               ring_to[j]);
+    }
+    g_string_append_c(out, '\n');
 }
 
 static void insn_exec(unsigned int cpu_index, void *udata)
 {
-    uint64_t v = (uintptr_t)udata, pc = v >> 1;
+    uint64_t v = (uintptr_t)udata, pc = v >> 6;
 
     if (pc == entry) {
         run_end();
@@ -134,10 +178,23 @@ static void insn_exec(unsigned int cpu_index, void *udata)
         return;
     }
     mem_retire();
+    if (last != UINT64_MAX &&
+        (last_br == BRANCH || (last_br == BRANCH_COND && pc != last_next))) {
+        ring_top = (ring_top + 1) % RING;
+        ring_from[ring_top] = last;
+        ring_to[ring_top] = pc;
+        ring_n = MIN(ring_n + 1, RING);
+    }
     last = pc;
+    last_next = pc + ((v >> 2) & 15);
+    last_br = v & 3;
     last_printed = false;
     insns++;
-    branches += v & 1;
+    branches += last_br != NOT_BRANCH;
+    if (run == brs_run && period && insns > period &&
+        (insns - 1) % period < window) {
+        brs_print(pc);
+    }
     if (run == ips_run && period && insns > period &&
         (insns - 1) % period < window) {
         g_string_append_printf(out, line_open ? " %" PRIx64 : "ip %" PRIx64,
@@ -177,18 +234,21 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
         struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, i);
         uint64_t pc = qemu_plugin_insn_vaddr(insn);
         char *d;
-        bool br;
+        unsigned br;
 
         if (pc < lo || pc >= hi) {
             continue;
         }
         d = qemu_plugin_insn_disas(insn);
-        br = is_branch(d);
+        br = branch_kind(d);
         g_free(d);
+        /* the address, the length (at most 15) and the branch_kind() */
         qemu_plugin_register_vcpu_insn_exec_cb(insn, insn_exec,
                                                QEMU_PLUGIN_CB_NO_REGS,
                                                (void *)(uintptr_t)
-                                               (pc << 1 | br));
+                                               (pc << 6 |
+                                                qemu_plugin_insn_size(insn)
+                                                << 2 | br));
         qemu_plugin_register_vcpu_mem_cb(insn, mem_access,
                                          QEMU_PLUGIN_CB_NO_REGS,
                                          QEMU_PLUGIN_MEM_RW, NULL);
@@ -221,6 +281,8 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id,
             arg = &period;
         } else if (!g_strcmp0(kv[0], "ips")) {
             arg = &ips_run;
+        } else if (!g_strcmp0(kv[0], "brs")) {
+            arg = &brs_run;
         } else if (!g_strcmp0(kv[0], "window")) {
             arg = &window;
         } else if (!g_strcmp0(kv[0], "loads") && kv[1] &&
