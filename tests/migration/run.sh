@@ -38,7 +38,8 @@
 #      instructions that RBX and RIP say retired (monrun-check.py)
 #   h. HMP "info pmu" (config=pmu-monitor, tests/system/pmu.c, under
 #      -cpu Nehalem,pmu=on): the registers as the guest read them (the LBR
-#      stack included), before and after a migration to a file
+#      stack and IA32_DS_AREA included), before and after a migration to
+#      a file; a CPU without pmu=on refuses that stream
 #   i. the PMU's counts across migration (config=pmu-migrate,
 #      tests/system/pmu.c, under -cpu Nehalem,pmu=on): a workload counted
 #      by every counter, mispredicted branches and L1D_HIT (the cache
@@ -716,6 +717,26 @@ if wait_for "$name" '^PMUMONITOR '; then
             show pmu-in
         fi
         quit pmu-in "$qpid"
+        # the PMU's state cannot be loaded into a CPU without the PMU:
+        # cpu/lbr's post_load refuses it (the trace names the section)
+        name=pmu-nopmu
+        append=config=pmu-monitor start "$name" Nehalem -incoming defer \
+            -trace vmstate_load_state_end
+        if qmp "$name" migrate-incoming "{\"uri\": \"file:$work/pmu.mig\"}" &&
+            qmp "$name" wait-migration; then
+            fail "PMU migration: the stream into -cpu Nehalem without" \
+                 "pmu=on - expect the load refused (it completed)"
+        elif grep -q "vmstate_load_state_end cpu/lbr end/-22" \
+                "$work/$name.out"; then
+            pass "PMU migration: the stream into -cpu Nehalem without" \
+                 "pmu=on - expect cpu/lbr to refuse it (got it)"
+        else
+            fail "PMU migration: the stream into -cpu Nehalem without" \
+                 "pmu=on - expect cpu/lbr to refuse it"
+            show "$name"
+        fi
+        kill "$qpid" 2>/dev/null
+        wait "$qpid" 2>/dev/null
     else
         fail "PMU migration: migrate file: - expect it to complete"
         show "$name"
