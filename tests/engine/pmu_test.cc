@@ -9,6 +9,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstdio>
+#include <string>
 
 extern "C" {
 #include "pmu-engine.h"
@@ -630,6 +632,21 @@ TEST(PmuBts, CplQualifiedEncodings)
     }
 }
 
+// A pmu_bts_store() result, or the one the rules give, as text: a
+// mismatch prints both
+std::string Bts(const PmuBtsStore &st)
+{
+    char b[64];
+    snprintf(b, sizeof(b), "store=%d index=%#llx pmi=%d", st.store,
+             static_cast<unsigned long long>(st.index), st.pmi);
+    return b;
+}
+
+std::string Bts(bool store, uint64_t index, bool pmi)
+{
+    return Bts(PmuBtsStore{store, index, pmi});
+}
+
 // The BTS buffer (18.7.8.2 and its notes): base 0x1000, three 24-byte
 // records up to the absolute maximum 0x1048
 TEST(PmuBts, CircularBufferWraps)
@@ -637,26 +654,20 @@ TEST(PmuBts, CircularBufferWraps)
     Regs s;
     s.debugctl = 0xc0; // TR, BTS; BTINT clear: circular
     // threshold beyond the maximum: no interrupt ever
-    PmuBtsStore st = pmu_bts_store(&s.r, 0x1000, 0x1000, 0x1048, 0x1060);
-    EXPECT_TRUE(st.store);
-    EXPECT_EQ(st.index, 0x1018u);
-    EXPECT_FALSE(st.pmi);
-    st = pmu_bts_store(&s.r, 0x1000, 0x1018, 0x1048, 0x1060);
-    EXPECT_TRUE(st.store);
-    EXPECT_EQ(st.index, 0x1030u);
+    EXPECT_EQ(Bts(pmu_bts_store(&s.r, 0x1000, 0x1000, 0x1048, 0x1060)),
+              Bts(true, 0x1018, false));
+    EXPECT_EQ(Bts(pmu_bts_store(&s.r, 0x1000, 0x1018, 0x1048, 0x1060)),
+              Bts(true, 0x1030, false));
     // the third fills the buffer: back to the base
-    st = pmu_bts_store(&s.r, 0x1000, 0x1030, 0x1048, 0x1060);
-    EXPECT_TRUE(st.store);
-    EXPECT_EQ(st.index, 0x1000u);
-    EXPECT_FALSE(st.pmi);
+    EXPECT_EQ(Bts(pmu_bts_store(&s.r, 0x1000, 0x1030, 0x1048, 0x1060)),
+              Bts(true, 0x1000, false));
     // the SDM's "a multiple of the record size plus 1" maximum: the same
-    st = pmu_bts_store(&s.r, 0x1000, 0x1030, 0x1049, 0x1060);
-    EXPECT_TRUE(st.store);
-    EXPECT_EQ(st.index, 0x1000u);
+    EXPECT_EQ(Bts(pmu_bts_store(&s.r, 0x1000, 0x1030, 0x1049, 0x1060)),
+              Bts(true, 0x1000, false));
     // "it's not enough to clear BTINT": a threshold within the buffer
     // interrupts in the circular mode too
-    st = pmu_bts_store(&s.r, 0x1000, 0x1018, 0x1048, 0x1030);
-    EXPECT_TRUE(st.pmi);
+    EXPECT_EQ(Bts(pmu_bts_store(&s.r, 0x1000, 0x1018, 0x1048, 0x1030)),
+              Bts(true, 0x1030, true));
 }
 
 TEST(PmuBts, InterruptModeStopsWhenFull)
@@ -664,23 +675,15 @@ TEST(PmuBts, InterruptModeStopsWhenFull)
     Regs s;
     s.debugctl = 0x1c0; // TR, BTS, BTINT
     // threshold at the second record's end
-    PmuBtsStore st = pmu_bts_store(&s.r, 0x1000, 0x1000, 0x1048, 0x1030);
-    EXPECT_TRUE(st.store);
-    EXPECT_EQ(st.index, 0x1018u);
-    EXPECT_FALSE(st.pmi);
-    st = pmu_bts_store(&s.r, 0x1000, 0x1018, 0x1048, 0x1030);
-    EXPECT_TRUE(st.store);
-    EXPECT_EQ(st.index, 0x1030u);
-    EXPECT_TRUE(st.pmi);
-    st = pmu_bts_store(&s.r, 0x1000, 0x1030, 0x1048, 0x1030);
-    EXPECT_TRUE(st.store);
-    EXPECT_EQ(st.index, 0x1048u);
-    EXPECT_TRUE(st.pmi);
+    EXPECT_EQ(Bts(pmu_bts_store(&s.r, 0x1000, 0x1000, 0x1048, 0x1030)),
+              Bts(true, 0x1018, false));
+    EXPECT_EQ(Bts(pmu_bts_store(&s.r, 0x1000, 0x1018, 0x1048, 0x1030)),
+              Bts(true, 0x1030, true));
+    EXPECT_EQ(Bts(pmu_bts_store(&s.r, 0x1000, 0x1030, 0x1048, 0x1030)),
+              Bts(true, 0x1048, true));
     // full: dropped, the index stays
-    st = pmu_bts_store(&s.r, 0x1000, 0x1048, 0x1048, 0x1030);
-    EXPECT_FALSE(st.store);
-    EXPECT_EQ(st.index, 0x1048u);
-    EXPECT_FALSE(st.pmi);
+    EXPECT_EQ(Bts(pmu_bts_store(&s.r, 0x1000, 0x1048, 0x1048, 0x1030)),
+              Bts(false, 0x1048, false));
 }
 
 TEST(PmuBts, NoRoomStoresNothing)
@@ -688,16 +691,13 @@ TEST(PmuBts, NoRoomStoresNothing)
     Regs s;
     s.debugctl = 0xc0;
     // smaller than one record (the SDM: undefined; here nothing)
-    PmuBtsStore st = pmu_bts_store(&s.r, 0x1000, 0x1000, 0x1010, 0);
-    EXPECT_FALSE(st.store);
-    EXPECT_EQ(st.index, 0x1000u);
-    EXPECT_FALSE(st.pmi);
+    EXPECT_EQ(Bts(pmu_bts_store(&s.r, 0x1000, 0x1000, 0x1010, 0)),
+              Bts(false, 0x1000, false));
     // an index past the maximum, and one that would wrap around 2^64
-    st = pmu_bts_store(&s.r, 0x1000, 0x2000, 0x1048, 0);
-    EXPECT_FALSE(st.store);
-    EXPECT_EQ(st.index, 0x2000u);
-    st = pmu_bts_store(&s.r, 0, ~uint64_t{0} - 8, ~uint64_t{0}, 0);
-    EXPECT_FALSE(st.store);
+    EXPECT_EQ(Bts(pmu_bts_store(&s.r, 0x1000, 0x2000, 0x1048, 0)),
+              Bts(false, 0x2000, false));
+    EXPECT_EQ(Bts(pmu_bts_store(&s.r, 0, ~uint64_t{0} - 8, ~uint64_t{0}, 0)),
+              Bts(false, ~uint64_t{0} - 8, false));
 }
 
 TEST(PmuLbr, Msrs)
