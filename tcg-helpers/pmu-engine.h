@@ -35,6 +35,8 @@
 #define PMU_MSR_A_PMC0 0x4c1            /* IA32_A_PMC0 .. 7, full width */
 #define PMU_MSR_DEBUGCTL 0x1d9          /* IA32_DEBUGCTL */
 #define PMU_MSR_DS_AREA 0x600           /* IA32_DS_AREA */
+#define PMU_MSR_PEBS_ENABLE 0x3f1       /* IA32_PEBS_ENABLE */
+#define PMU_MSR_PEBS_LD_LAT 0x3f6       /* MSR_PEBS_LD_LAT_THRESHOLD */
 
 /*
  * The last branch records of the Core i7 (SDM 18.6.1 and 18.6.2; Vol. 3C
@@ -146,6 +148,10 @@ typedef struct PmuRegs {
     uint64_t *ler_from;       /* MSR_LER_FROM_LIP */
     uint64_t *ler_to;         /* MSR_LER_TO_LIP */
     uint64_t *ds_area;        /* IA32_DS_AREA */
+    uint64_t *pebs_enable;    /* IA32_PEBS_ENABLE */
+    uint64_t *pebs_ld_lat;    /* MSR_PEBS_LD_LAT_THRESHOLD */
+    /* Not a register: the counters whose overflow armed PEBS (pmu_pebs_*) */
+    uint64_t *pebs_armed;
     /*
      * Not a register: the cost model has stall cycles, in which nothing
      * retires (pmu_cost_*), so EDGE, INV and CMASK see them
@@ -208,6 +214,8 @@ typedef enum PmuSource {
     PMU_SRC_LOAD_LEVEL,  /* loads retired, by supplier (PMU_LEVEL_*) */
     PMU_SRC_LLC_REF,     /* references to the last-level cache */
     PMU_SRC_LLC_MISS,    /* misses in the last-level cache */
+    /* loads retired whose latency exceeds MSR_PEBS_LD_LAT_THRESHOLD */
+    PMU_SRC_LOAD_LATENCY,
 } PmuSource;
 
 /* Branch kinds of the event layer (PmuCount.kinds of the branch sources) */
@@ -365,5 +373,72 @@ typedef struct PmuBtsStore {
  */
 PmuBtsStore pmu_bts_store(const PmuRegs *r, uint64_t base, uint64_t index,
                           uint64_t max, uint64_t threshold);
+
+/*
+ * Precise event-based sampling, the Core i7's (SDM 18.6.1.1, record
+ * format 1 with PEBSTrap, and the load-latency facility of 18.17.1.2;
+ * choice 74), with the same DS save area.  Whether the profile has it
+ * (IA32_MISC_ENABLE bit 12 clear, IA32_PEBS_ENABLE and
+ * MSR_PEBS_LD_LAT_THRESHOLD).
+ */
+bool pmu_has_pebs(const PmuProfile *p);
+/* IA32_PEBS_ENABLE: PEBS_EN_PMCx is bit x, LL_EN_PMCx bit 32 + x */
+#define PMU_PEBS_LL_SHIFT 32
+/*
+ * General-purpose counter @i took @n events, pmu_add() having returned
+ * @overflowed: whether its PEBS event happened, the first event it
+ * counts after the overflow that armed PEBS for it (an event of the
+ * Core i7's PEBS list, with PEBS_EN_PMCi set).  An overflow that ends
+ * exactly at 0 arms it (pmu_until_overflow() is then 1): its PEBS event
+ * is the counter's next.  Once it happened, the assist follows the
+ * instruction that made it (pmu_pebs_store, pmu_pebs_done).
+ */
+bool pmu_pebs_event(const PmuProfile *p, const PmuRegs *r, unsigned i,
+                    uint64_t n, bool overflowed);
+
+/* The DS save area's PEBS fields, the counters' reset values after them */
+#define PMU_DS_PEBS_BASE 0x20
+#define PMU_DS_PEBS_INDEX 0x28
+#define PMU_DS_PEBS_MAX 0x30
+#define PMU_DS_PEBS_THRESHOLD 0x38
+#define PMU_DS_PEBS_RESET 0x40
+/*
+ * A record of format 1 (SDM Table 18-23, the offsets below): RFLAGS,
+ * RIP, RAX, RBX, RCX, RDX, RSI, RDI, RBP, RSP, R8-R15, then
+ * IA32_PERF_GLOBAL_STATUS, the data linear address, the data source and
+ * the latency of load latency
+ */
+#define PMU_PEBS_RECORD_SIZE 0xb0
+#define PMU_PEBS_STATUS 0x90
+#define PMU_PEBS_DLA 0x98
+#define PMU_PEBS_DSE 0xa0
+#define PMU_PEBS_LAT 0xa8
+/* IA32_PERF_GLOBAL_STATUS: the PEBS buffer reached its threshold */
+#define PMU_STATUS_OVF_BUFFER (1ull << 62)
+
+/*
+ * What the assist does to the PEBS buffer of the DS save area: the record
+ * is stored at the index when it fits below the absolute maximum, and the
+ * index moves past it; a PMI is requested when it reaches the interrupt
+ * threshold.  There is no circular mode: a record that does not fit is
+ * not stored (the assist is skipped).
+ */
+PmuBtsStore pmu_pebs_store(uint64_t index, uint64_t max, uint64_t threshold);
+/*
+ * After the assist, the record stored (@stored) or skipped: a stored one
+ * reloads every general-purpose counter that overflowed with PEBS
+ * enabled for it (its status bit set, or armed) with its reset value
+ * @reset[i] from the DS save area, and clears its status bit; with @pmi,
+ * IA32_PERF_GLOBAL_STATUS.OvfBuffer is set.  Either way PEBS is no
+ * longer armed.
+ */
+void pmu_pebs_done(const PmuProfile *p, const PmuRegs *r,
+                   const uint64_t *reset, bool stored, bool pmi);
+/*
+ * The data source of a load-latency record (SDM Table 18-24, "Data
+ * Source Encoding for Load Latency Record") for a load that the level
+ * @level (one PMU_LEVEL_* bit) supplied
+ */
+uint64_t pmu_pebs_data_source(unsigned level);
 
 #endif /* PMU_ENGINE_H */

@@ -48,6 +48,8 @@ struct PmuProfile {
     uint8_t lbr_depth;
     // The Branch Trace Store, with the 64-bit DS save area (pmu_has_bts)
     bool bts;
+    // PEBS of record format 1 and load latency (pmu_has_pebs)
+    bool pebs;
 };
 
 namespace
@@ -80,6 +82,9 @@ namespace
 // BTS with the 64-bit DS save area and CPL-qualified stores: a Core i7
 // 920's CPUID leaf 1 has EDX bit 21 (DS) and ECX bits 2 (DTES64) and 4
 // (DS-CPL), and its IA32_MISC_ENABLE bit 11 clear.
+// PEBS as PERF_CAPABILITIES says (format 1, trap-like, the architectural
+// registers saved; SDM 18.6.1.1) with load latency (18.17.1.2): the same
+// part's IA32_MISC_ENABLE bit 12 is clear.
 constexpr PmuProfile kNehalem = {
     "Nehalem", 3, 4, 48, 3, 48, 7, 0, 0x1c3,
     (uint64_t{1} << 61) | (uint64_t{1} << 62) | (uint64_t{1} << 63),
@@ -88,6 +93,7 @@ constexpr PmuProfile kNehalem = {
               {8u << 20, 16, 64, 40}}},
     17,
     16,
+    true,
     true,
 };
 
@@ -149,6 +155,8 @@ enum class Reg {
     kLerFrom,
     kLerTo,
     kDsArea,
+    kPebsEnable,
+    kPebsLdLat,
 };
 
 // @msr as a register of @p, and its counter index in *@index
@@ -201,7 +209,11 @@ Reg decode(const PmuProfile *p, uint32_t msr, unsigned *index)
     case PMU_MSR_LER_TO:
         return p->lbr_depth ? Reg::kLerTo : Reg::kNotMine;
     case PMU_MSR_DS_AREA:
-        return p->bts ? Reg::kDsArea : Reg::kNotMine;
+        return p->bts || p->pebs ? Reg::kDsArea : Reg::kNotMine;
+    case PMU_MSR_PEBS_ENABLE:
+        return p->pebs ? Reg::kPebsEnable : Reg::kNotMine;
+    case PMU_MSR_PEBS_LD_LAT:
+        return p->pebs ? Reg::kPebsLdLat : Reg::kNotMine;
     case PMU_MSR_GLOBAL_STATUS_SET:
     case PMU_MSR_GLOBAL_INUSE:
         return p->version >= 4 ? Reg::kNotMine : Reg::kAbsent;
@@ -244,7 +256,35 @@ constexpr Event kNehalemEvents[] = {
     // .OTHER_CORE_L2_HIT_HITM: no vCPU's cache holds another's lines
     {0xcb, 0x08, PMU_SRC_LOAD_LEVEL, 0},
     {0xcb, 0x10, PMU_SRC_LOAD_LEVEL, PMU_LEVEL_DRAM}, // .L3_MISS
+    // MEM_INST_RETIRED.LATENCY_ABOVE_THRESHOLD (SDM 18.17.1.2)
+    {0x0b, 0x10, PMU_SRC_LOAD_LATENCY, 0},
 };
+
+// The events of the Core i7's PEBS list (SDM 18.6.1.1, the table "PEBS
+// Performance Events for Intel Core i7 Processor Family") that the model
+// counts: INST_RETIRED,
+// BR_INST_RETIRED, BR_MISP_RETIRED, MEM_LOAD_RETIRED and MEM_INST_RETIRED,
+// by event select, whatever the unit mask and modifiers (Linux samples
+// cycles precisely as INST_RETIRED with INV and CMASK 16)
+bool pebs_event(uint64_t evtsel)
+{
+    switch (evtsel & 0xff) {
+    case 0xc0:
+    case 0xc4:
+    case 0xc5:
+    case 0xcb:
+    case 0x0b:
+        return true;
+    default:
+        return false;
+    }
+}
+
+// IA32_PEBS_ENABLE's defined bits: PEBS_EN_PMCx and LL_EN_PMCx
+uint64_t pebs_enable_valid(const PmuProfile *p)
+{
+    return bits(p->num_gp) | bits(p->num_gp) << PMU_PEBS_LL_SHIFT;
+}
 
 // BR_INST_RETIRED's (C4H) and BR_MISP_RETIRED's (C5H) unit mask bits:
 // 01H CONDITIONAL, 02H NEAR_CALL, 04H ALL_BRANCHES (Table A-2)
@@ -348,7 +388,7 @@ uint64_t pmu_misc_enable_bits(const PmuProfile *p)
 {
     return PMU_MISC_ENABLE_PERF_AVAIL |
            (p->bts ? 0 : PMU_MISC_ENABLE_BTS_UNAVAIL) |
-           PMU_MISC_ENABLE_PEBS_UNAVAIL;
+           (p->pebs ? 0 : PMU_MISC_ENABLE_PEBS_UNAVAIL);
 }
 
 void pmu_reset(const PmuProfile *p, const PmuRegs *r)
@@ -374,8 +414,13 @@ void pmu_reset(const PmuProfile *p, const PmuRegs *r)
         *r->ler_from = 0;
         *r->ler_to = 0;
     }
-    if (p->bts) {
+    if (p->bts || p->pebs) {
         *r->ds_area = 0;
+    }
+    if (p->pebs) {
+        *r->pebs_enable = 0;
+        *r->pebs_ld_lat = 0;
+        *r->pebs_armed = 0;
     }
     // At RESET the general-purpose counters' enable bits are set, so that
     // software written for version 1 counts without knowing of this
@@ -443,6 +488,12 @@ PmuStatus pmu_rdmsr(const PmuProfile *p, const PmuRegs *r, uint32_t msr,
     case Reg::kDsArea:
         *val = *r->ds_area;
         break;
+    case Reg::kPebsEnable:
+        *val = *r->pebs_enable;
+        break;
+    case Reg::kPebsLdLat:
+        *val = *r->pebs_ld_lat;
+        break;
     case Reg::kLbrSelect:
         *val = *r->lbr_select;
         break;
@@ -475,6 +526,10 @@ PmuStatus pmu_wrmsr(const PmuProfile *p, const PmuRegs *r, uint32_t msr,
         uint64_t sext = static_cast<uint64_t>(
             static_cast<int64_t>(static_cast<int32_t>(val)));
         r->gp_counter[i] = sext & counter_mask(p, false);
+        // the overflow that armed PEBS is gone with the count
+        if (p->pebs) {
+            *r->pebs_armed &= ~(uint64_t{1} << i);
+        }
         break;
     }
     case Reg::kFullWidthPmc:
@@ -484,6 +539,9 @@ PmuStatus pmu_wrmsr(const PmuProfile *p, const PmuRegs *r, uint32_t msr,
             return PMU_GP;
         }
         r->gp_counter[i] = val;
+        if (p->pebs) {
+            *r->pebs_armed &= ~(uint64_t{1} << i);
+        }
         break;
     case Reg::kEvtsel:
         if (val & ~kEvtselValid) {
@@ -558,6 +616,23 @@ PmuStatus pmu_wrmsr(const PmuProfile *p, const PmuRegs *r, uint32_t msr,
             return PMU_GP;
         }
         *r->ds_area = val;
+        break;
+    case Reg::kPebsEnable:
+        if (val & ~pebs_enable_valid(p)) {
+            return PMU_GP;
+        }
+        *r->pebs_enable = val;
+        *r->pebs_armed &= val;
+        break;
+    case Reg::kPebsLdLat:
+        // bits 15:0, the threshold in core cycles, the rest reserved (SDM
+        // 18.17.1.2, Figure "Layout of MSR_PEBS_LD_LAT MSR"); the SDM's
+        // minimum, 3, needs no rule: no load of the model takes fewer
+        // than 4 cycles
+        if (val & ~bits(16)) {
+            return PMU_GP;
+        }
+        *r->pebs_ld_lat = val;
         break;
     }
     return PMU_DONE;
@@ -692,6 +767,10 @@ uint64_t pmu_until_overflow(const PmuProfile *p, const PmuRegs *r,
 {
     uint64_t value = fixed ? r->fixed_counter[i] : r->gp_counter[i];
 
+    // an armed PEBS counter: its next event is its PEBS event
+    if (!fixed && p->pebs && (*r->pebs_armed & (uint64_t{1} << i))) {
+        return 1;
+    }
     return counter_mask(p, fixed) - value + 1;
 }
 
@@ -699,7 +778,7 @@ bool pmu_add(const PmuProfile *p, const PmuRegs *r, bool fixed, unsigned i,
              uint64_t n)
 {
     uint64_t *value = fixed ? &r->fixed_counter[i] : &r->gp_counter[i];
-    bool overflow = n >= pmu_until_overflow(p, r, fixed, i);
+    bool overflow = *value + n > counter_mask(p, fixed);
 
     *value = (*value + n) & counter_mask(p, fixed);
     if (overflow) {
@@ -715,6 +794,9 @@ void pmu_sub(const PmuProfile *p, const PmuRegs *r, bool fixed, unsigned i,
 
     if (n > *value) {
         *r->global_status &= ~(uint64_t{1} << (fixed ? 32 + i : i));
+        if (!fixed && p->pebs) {
+            *r->pebs_armed &= ~(uint64_t{1} << i);
+        }
     }
     *value = (*value - n) & counter_mask(p, fixed);
 }
@@ -803,6 +885,90 @@ PmuBtsStore pmu_bts_store(const PmuRegs *r, uint64_t base, uint64_t index,
         s.index = base;
     }
     return s;
+}
+
+bool pmu_has_pebs(const PmuProfile *p)
+{
+    return p->pebs;
+}
+
+bool pmu_pebs_event(const PmuProfile *p, const PmuRegs *r, unsigned i,
+                    uint64_t n, bool overflowed)
+{
+    uint64_t bit = uint64_t{1} << i;
+
+    if (!n || !p->pebs || !(*r->pebs_enable & bit) ||
+        !pebs_event(r->gp_evtsel[i])) {
+        return false;
+    }
+    if (*r->pebs_armed & bit) {
+        return true;
+    }
+    if (!overflowed) {
+        return false;
+    }
+    // the events after the overflow: its PEBS event is among them
+    if (r->gp_counter[i]) {
+        return true;
+    }
+    *r->pebs_armed |= bit;
+    return false;
+}
+
+PmuBtsStore pmu_pebs_store(uint64_t index, uint64_t max, uint64_t threshold)
+{
+    PmuBtsStore s = {false, index, false};
+
+    if (index > max || max - index < PMU_PEBS_RECORD_SIZE) {
+        return s;
+    }
+    s.store = true;
+    s.index = index + PMU_PEBS_RECORD_SIZE;
+    s.pmi = s.index >= threshold;
+    return s;
+}
+
+void pmu_pebs_done(const PmuProfile *p, const PmuRegs *r,
+                   const uint64_t *reset, bool stored, bool pmi)
+{
+    if (stored) {
+        // "After each PEBS record is written, the processor checks each
+        // counter to see if it overflowed and was enabled for PEBS": the
+        // reset value of each one is loaded (SDM 18.6.1.1), and its
+        // overflow status cleared (18.17.1)
+        uint64_t due = ((*r->global_status & bits(p->num_gp)) |
+                        *r->pebs_armed) & *r->pebs_enable;
+
+        for (unsigned i = 0; i < p->num_gp; i++) {
+            uint64_t bit = uint64_t{1} << i;
+
+            if ((due & bit) && pebs_event(r->gp_evtsel[i])) {
+                r->gp_counter[i] = reset[i] & counter_mask(p, false);
+                *r->global_status &= ~bit;
+            }
+        }
+        if (pmi) {
+            *r->global_status |= PMU_STATUS_OVF_BUFFER;
+        }
+    }
+    *r->pebs_armed = 0;
+}
+
+uint64_t pmu_pebs_data_source(unsigned level)
+{
+    switch (level) {
+    case PMU_LEVEL_L1:
+        return 0x1; // "Minimal latency core cache hit", the L1 data cache
+    case PMU_LEVEL_L2:
+        return 0x3; // "satisfied by the L2"
+    case PMU_LEVEL_L3:
+        return 0x4; // "L3 HIT ... no coherency actions required"
+    default:
+        // "L3 MISS. Local home requests that missed the L3 cache and was
+        // serviced by local DRAM (go to exclusive state)": one package,
+        // and no other core holds the line
+        return 0xc;
+    }
 }
 
 uint32_t pmu_block_events(unsigned source, uint32_t n, bool branch)

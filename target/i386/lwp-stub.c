@@ -387,3 +387,30 @@ PmuBtsStore pmu_bts_store(const PmuRegs *r, uint64_t base, uint64_t index,
 {
     g_assert_not_reached();
 }
+
+bool pmu_has_pebs(const PmuProfile *p)
+{
+    g_assert_not_reached();
+}
+
+bool pmu_pebs_event(const PmuProfile *p, const PmuRegs *r, unsigned i,
+                    uint64_t n, bool overflowed)
+{
+    g_assert_not_reached();
+}
+
+PmuBtsStore pmu_pebs_store(uint64_t index, uint64_t max, uint64_t threshold)
+{
+    g_assert_not_reached();
+}
+
+void pmu_pebs_done(const PmuProfile *p, const PmuRegs *r,
+                   const uint64_t *reset, bool stored, bool pmi)
+{
+    g_assert_not_reached();
+}
+
+uint64_t pmu_pebs_data_source(unsigned level)
+{
+    g_assert_not_reached();
+}

@@ -33,10 +33,12 @@ struct Regs {
     uint64_t lbr_to[PMU_MAX_LBR] = {};
     uint64_t lbr_tos = 0, lbr_select = 0, ler_from = 0, ler_to = 0;
     uint64_t ds_area = 0;
+    uint64_t pebs_enable = 0, pebs_ld_lat = 0, pebs_armed = 0;
     PmuRegs r = {gp,        evtsel,    fixed,       &fixed_ctrl,
                  &global_ctrl, &global_status, &debugctl, lbr_from,
                  lbr_to,    &lbr_tos,  &lbr_select, &ler_from,
-                 &ler_to,   &ds_area,  false};
+                 &ler_to,   &ds_area,  &pebs_enable, &pebs_ld_lat,
+                 &pebs_armed, false};
 };
 
 const PmuProfile *nehalem()
@@ -102,8 +104,8 @@ TEST(PmuCache, NehalemCaches)
 
 TEST(PmuMisc, MiscEnableBits)
 {
-    // bit 7 available, 11 BTS available (clear), 12 PEBS unavailable
-    EXPECT_EQ(pmu_misc_enable_bits(nehalem()), 0x1080u);
+    // bit 7 available, 11 BTS and 12 PEBS available (clear)
+    EXPECT_EQ(pmu_misc_enable_bits(nehalem()), 0x80u);
 }
 
 TEST(PmuReset, GeneralPurposeEnablesSetFixedClear)
@@ -698,6 +700,219 @@ TEST(PmuBts, NoRoomStoresNothing)
               Bts(false, 0x2000, false));
     EXPECT_EQ(Bts(pmu_bts_store(&s.r, 0, ~uint64_t{0} - 8, ~uint64_t{0}, 0)),
               Bts(false, ~uint64_t{0} - 8, false));
+}
+
+// PEBS of the Core i7 (SDM Vol. 3B 18.6.1.1, record format 1) and load
+// latency (18.17.1.2): IA32_PEBS_ENABLE (3F1H) has PEBS_EN_PMC0-3 in
+// bits 3:0 and LL_EN_PMC0-3 in bits 35:32; MSR_PEBS_LD_LAT_THRESHOLD
+// (3F6H) bits 15:0
+TEST(PmuPebs, Msrs)
+{
+    Regs s;
+    uint64_t v = 1;
+    s.pebs_enable = s.pebs_ld_lat = s.pebs_armed = 7;
+    pmu_reset(nehalem(), &s.r);
+    EXPECT_TRUE(pmu_has_pebs(nehalem()));
+    EXPECT_EQ(s.pebs_armed, 0u);
+    for (uint32_t msr : {0x3f1u, 0x3f6u}) {
+        EXPECT_TRUE(pmu_owns_msr(nehalem(), msr)) << msr;
+        ASSERT_EQ(pmu_rdmsr(nehalem(), &s.r, msr, &v), PMU_DONE) << msr;
+        EXPECT_EQ(v, 0u) << msr;
+    }
+    // Linux's value for load latency on PMC0, the SDM's example
+    EXPECT_EQ(pmu_wrmsr(nehalem(), &s.r, 0x3f1, 0x100000001ull), PMU_DONE);
+    EXPECT_EQ(pmu_wrmsr(nehalem(), &s.r, 0x3f1, 0xf0000000full), PMU_DONE);
+    ASSERT_EQ(pmu_rdmsr(nehalem(), &s.r, 0x3f1, &v), PMU_DONE);
+    EXPECT_EQ(v, 0xf0000000full);
+    // reserved: 31:4, 63:36 (PS_ENABLE, bit 63, is a later part's)
+    for (uint64_t bad : {0x10ull, 0x80000000ull, 0x1000000000ull,
+                         0x8000000000000000ull}) {
+        EXPECT_EQ(pmu_wrmsr(nehalem(), &s.r, 0x3f1, bad), PMU_GP) << bad;
+    }
+    EXPECT_EQ(s.pebs_enable, 0xf0000000full);
+    // Linux's check_msr() flips 0x11; the SDM's minimum is 3
+    EXPECT_EQ(pmu_wrmsr(nehalem(), &s.r, 0x3f6, 0x11), PMU_DONE);
+    EXPECT_EQ(pmu_wrmsr(nehalem(), &s.r, 0x3f6, 0xffff), PMU_DONE);
+    EXPECT_EQ(pmu_wrmsr(nehalem(), &s.r, 0x3f6, 0x10000), PMU_GP);
+    ASSERT_EQ(pmu_rdmsr(nehalem(), &s.r, 0x3f6, &v), PMU_DONE);
+    EXPECT_EQ(v, 0xffffu);
+}
+
+// MEM_INST_RETIRED.LATENCY_ABOVE_THRESHOLD, 0BH 10H (18.17.1.2)
+TEST(PmuPebs, LoadLatencyEvent)
+{
+    Regs s;
+    s.global_ctrl = 1;
+    s.evtsel[0] = 0x43100b; // EN, OS, USR, 0BH 10H
+    PmuCount c = pmu_count_gp(nehalem(), &s.r, 0);
+    EXPECT_EQ(c.source, PMU_SRC_LOAD_LATENCY);
+    EXPECT_TRUE(c.known);
+    EXPECT_EQ(c.cpl, PMU_CPL0 | PMU_CPL123);
+}
+
+// Arming (18.6.1.1): "When the counter IA32_PMCx overflows from maximum
+// count to zero, the PEBS hardware is armed. Upon occurrence of the next
+// PEBS event, the PEBS hardware triggers an assist"
+TEST(PmuPebs, OverflowArmsNextEventTriggers)
+{
+    const uint64_t max = (uint64_t{1} << 48) - 1;
+    Regs s;
+    s.global_ctrl = 0xf;
+    s.pebs_enable = 1;
+    s.evtsel[0] = 0x4300c0; // INST_RETIRED.ANY_P
+    s.gp[0] = max - 2;      // three events to the overflow
+    EXPECT_EQ(pmu_until_overflow(nehalem(), &s.r, false, 0), 3u);
+    EXPECT_FALSE(pmu_add(nehalem(), &s.r, false, 0, 2));
+    EXPECT_FALSE(pmu_pebs_event(nehalem(), &s.r, 0, 2, false));
+    // the third overflows to 0: armed, not yet the PEBS event
+    EXPECT_TRUE(pmu_add(nehalem(), &s.r, false, 0, 1));
+    EXPECT_FALSE(pmu_pebs_event(nehalem(), &s.r, 0, 1, true));
+    EXPECT_EQ(s.pebs_armed, 1u);
+    EXPECT_EQ(s.global_status, 1u);
+    // the next event is the PEBS event
+    EXPECT_EQ(pmu_until_overflow(nehalem(), &s.r, false, 0), 1u);
+    EXPECT_FALSE(pmu_add(nehalem(), &s.r, false, 0, 1));
+    EXPECT_TRUE(pmu_pebs_event(nehalem(), &s.r, 0, 1, false));
+    EXPECT_EQ(s.gp[0], 1u);
+}
+
+TEST(PmuPebs, EventsPastTheOverflowTriggerAtOnce)
+{
+    const uint64_t max = (uint64_t{1} << 48) - 1;
+    Regs s;
+    s.global_ctrl = 0xf;
+    s.pebs_enable = 2;
+    s.evtsel[1] = 0x4301cb; // MEM_LOAD_RETIRED.L1D_HIT
+    s.gp[1] = max;
+    // two loads of one instruction: the first overflows, the second is
+    // the PEBS event
+    EXPECT_TRUE(pmu_add(nehalem(), &s.r, false, 1, 2));
+    EXPECT_TRUE(pmu_pebs_event(nehalem(), &s.r, 1, 2, true));
+}
+
+TEST(PmuPebs, OnlyPreciseEventsWithPebsEnabled)
+{
+    const uint64_t max = (uint64_t{1} << 48) - 1;
+    // event select, PEBS_ENABLE: armed or not
+    struct {
+        uint64_t evtsel, enable;
+        bool arms;
+    } const rows[] = {
+        {0x4300c0, 1, true},   // INST_RETIRED
+        {0x4300c4, 1, true},   // BR_INST_RETIRED
+        {0x4304c5, 1, true},   // BR_MISP_RETIRED.ALL_BRANCHES
+        {0x4301cb, 1, true},   // MEM_LOAD_RETIRED.L1D_HIT
+        {0x43100b, 1, true},   // MEM_INST_RETIRED.LATENCY_ABOVE_THRESHOLD
+        {0x43003c, 1, false},  // UnHalted Core Cycles: not precise
+        {0x434f2e, 1, false},  // LLC Reference: not precise
+        {0x4300c0, 0, false},  // PEBS not enabled
+        {0x4300c0, 2, false},  // PEBS enabled for another counter
+    };
+    for (const auto &row : rows) {
+        Regs s;
+        s.global_ctrl = 0xf;
+        s.pebs_enable = row.enable;
+        s.evtsel[0] = row.evtsel;
+        s.gp[0] = max;
+        EXPECT_TRUE(pmu_add(nehalem(), &s.r, false, 0, 1));
+        EXPECT_FALSE(pmu_pebs_event(nehalem(), &s.r, 0, 1, true));
+        EXPECT_EQ(s.pebs_armed, row.arms ? 1u : 0u) << std::hex << row.evtsel;
+    }
+}
+
+TEST(PmuPebs, WritingTheCounterOrDisablingDisarms)
+{
+    Regs s;
+    s.pebs_enable = 3;
+    s.pebs_armed = 3;
+    EXPECT_EQ(pmu_wrmsr(nehalem(), &s.r, 0xc1, 0xfffffff0), PMU_DONE);
+    EXPECT_EQ(s.pebs_armed, 2u);
+    EXPECT_EQ(pmu_wrmsr(nehalem(), &s.r, 0x3f1, 1), PMU_DONE);
+    EXPECT_EQ(s.pebs_armed, 0u);
+    // counts given back across the overflow: it did not happen
+    s.pebs_armed = 1;
+    s.global_status = 1;
+    s.gp[0] = 0;
+    pmu_sub(nehalem(), &s.r, false, 0, 1);
+    EXPECT_EQ(s.pebs_armed, 0u);
+    EXPECT_EQ(s.global_status, 0u);
+}
+
+// The PEBS buffer: records of 0B0H bytes (Table 18-23), base 0x2000,
+// room for two up to the absolute maximum 0x2160
+TEST(PmuPebs, BufferIndexThresholdAndNoRoom)
+{
+    EXPECT_EQ(Bts(pmu_pebs_store(0x2000, 0x2160, 0x20b0)),
+              Bts(true, 0x20b0, true));
+    EXPECT_EQ(Bts(pmu_pebs_store(0x2000, 0x2160, 0x2160)),
+              Bts(true, 0x20b0, false));
+    EXPECT_EQ(Bts(pmu_pebs_store(0x20b0, 0x2160, 0x2160)),
+              Bts(true, 0x2160, true));
+    // full: skipped, no wrap (PEBS has no circular mode)
+    EXPECT_EQ(Bts(pmu_pebs_store(0x2160, 0x2160, 0x2160)),
+              Bts(false, 0x2160, false));
+    EXPECT_EQ(Bts(pmu_pebs_store(0x20b1, 0x2160, 0x2160)),
+              Bts(false, 0x20b1, false));
+    EXPECT_EQ(Bts(pmu_pebs_store(~uint64_t{0} - 8, ~uint64_t{0}, 0)),
+              Bts(false, ~uint64_t{0} - 8, false));
+}
+
+// "After each PEBS record is written, the processor checks each counter
+// to see if it overflowed and was enabled for PEBS ... the reset value
+// for each overflowed counter is loaded"; "clear the counter overflow
+// status, and reload the counter"
+TEST(PmuPebs, DoneReloadsOverflowedPebsCounters)
+{
+    const uint64_t reset[4] = {0xfffffffffff0ull, 0xffff0000ffffffe0ull,
+                               0x123, 0x456};
+    Regs s;
+    s.pebs_enable = 0x3 | (uint64_t{1} << 32);
+    s.evtsel[0] = 0x4300c0;
+    s.evtsel[1] = 0x4300c4;
+    s.evtsel[2] = 0x4300c0; // overflowed, PEBS not enabled for it
+    s.evtsel[3] = 0x4300c0;
+    s.gp[0] = 1;
+    s.gp[1] = 5;
+    s.gp[2] = 7;
+    s.gp[3] = 9;
+    s.pebs_armed = 1;
+    // PMC1 and PMC2 overflowed, and fixed counter 0
+    s.global_status = 0x6 | (uint64_t{1} << 32);
+    pmu_pebs_done(nehalem(), &s.r, reset, true, false);
+    EXPECT_EQ(s.gp[0], 0xfffffffffff0ull);
+    EXPECT_EQ(s.gp[1], 0xffffffe0ull); // bits 47:0 of the reset value
+    EXPECT_EQ(s.gp[2], 7u);
+    EXPECT_EQ(s.gp[3], 9u);
+    EXPECT_EQ(s.global_status, 0x4 | (uint64_t{1} << 32));
+    EXPECT_EQ(s.pebs_armed, 0u);
+    // the threshold: OvfBuffer, bit 62
+    pmu_pebs_done(nehalem(), &s.r, reset, true, true);
+    EXPECT_EQ(s.global_status, 0x4 | (uint64_t{1} << 32) |
+                                   (uint64_t{1} << 62));
+}
+
+TEST(PmuPebs, SkippedRecordReloadsNothing)
+{
+    const uint64_t reset[4] = {0x10, 0x20, 0x30, 0x40};
+    Regs s;
+    s.pebs_enable = 1;
+    s.evtsel[0] = 0x4300c0;
+    s.gp[0] = 1;
+    s.global_status = 1;
+    s.pebs_armed = 1;
+    pmu_pebs_done(nehalem(), &s.r, reset, false, false);
+    EXPECT_EQ(s.gp[0], 1u);
+    EXPECT_EQ(s.global_status, 1u);
+    EXPECT_EQ(s.pebs_armed, 0u);
+}
+
+// Table 18-24, "Data Source Encoding for Load Latency Record"
+TEST(PmuPebs, DataSource)
+{
+    EXPECT_EQ(pmu_pebs_data_source(PMU_LEVEL_L1), 0x1u);
+    EXPECT_EQ(pmu_pebs_data_source(PMU_LEVEL_L2), 0x3u);
+    EXPECT_EQ(pmu_pebs_data_source(PMU_LEVEL_L3), 0x4u);
+    EXPECT_EQ(pmu_pebs_data_source(PMU_LEVEL_DRAM), 0xcu);
 }
 
 TEST(PmuLbr, Msrs)

@@ -23,6 +23,7 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 '..', 'engine'))
 from cache_model_ref import Level, Model  # noqa: E402
+from plugin_log import reads  # noqa: E402
 
 # The Nehalem profile (tcg-helpers/pmu.cc, kNehalem): size, ways, line,
 # latency per level; DRAM latency
@@ -43,20 +44,16 @@ def main(path):
                 c[k] += pending[k]
         pending[:] = [0, 0, 0, 0]
 
-    with open(path) as f:
-        for text in f:
-            w = text.split()
-            if not w:
-                continue
-            if w[0] == 'i':
-                retire()
-                run = int(w[1])
-                counts.setdefault(run, [0, 0, 0, 0])
-            elif w[0] == 'l':
-                level = model.load(int(w[1], 16), int(w[2]))[1]
-                pending[level - 1] += 1
-            elif w[0] == 'drop':
-                pending[:] = [0, 0, 0, 0]
+    for e in reads(path):
+        if e[0] == 'i':
+            retire()
+            run = e[1]
+            counts.setdefault(run, [0, 0, 0, 0])
+        elif e[0] == 'l':
+            level = model.load(e[1], e[2])[1]
+            pending[level - 1] += 1
+        else:
+            pending[:] = [0, 0, 0, 0]
     retire()
     for r in sorted(counts):
         c = counts[r]

@@ -17,7 +17,7 @@
  * vCPU (-smp 1).
  *
  * Arguments: lo=ADDRESS, hi=ADDRESS, entry=ADDRESS (ELF e_entry),
- * period=P, ips=R, brs=R, window=W (default 1).  Prints, at exit, for
+ * period=P, ips=R, brs=R, window=W (default 1), first=F (default 1).  Prints, at exit, for
  * each run R:
  *   run R insns N branches B loads L stores S
  *                              the run's instructions that retired,
@@ -32,7 +32,9 @@
  *   ip A ...  the addresses of its instructions k * P + 1 to k * P + W:
  *             the first is where a PMI taken exactly after instruction
  *             k * P (a counter of user instructions with period P)
- *             interrupts
+ *             interrupts; with first=0, k * P to k * P + W - 1: the
+ *             first is instruction k * P itself (PEBS's sample, a
+ *             counter that overflows after P - 1 and samples the next)
  * and, with brs=R, for run R, the branches taken before each of those
  * instructions (k * P + 1 + D, D below W), newest first, at most 16:
  *   brs K D A F>T ...  the instruction at A, and a branch taken from the
@@ -63,6 +65,7 @@
 QEMU_PLUGIN_EXPORT int qemu_plugin_version = QEMU_PLUGIN_VERSION;
 
 static uint64_t lo, hi, entry, period, ips_run, brs_run, window = 1;
+static uint64_t first = 1;
 static uint64_t loads_from, loads_to;
 /* the instruction at last has printed "i" (loads=) */
 static bool last_printed;
@@ -195,11 +198,11 @@ static void insn_exec(unsigned int cpu_index, void *udata)
         (insns - 1) % period < window) {
         brs_print(pc);
     }
-    if (run == ips_run && period && insns > period &&
-        (insns - 1) % period < window) {
+    if (run == ips_run && period && insns + 1 > period + first &&
+        (insns - first) % period < window) {
         g_string_append_printf(out, line_open ? " %" PRIx64 : "ip %" PRIx64,
                                pc);
-        line_open = (insns - 1) % period < window - 1;
+        line_open = (insns - first) % period < window - 1;
         if (!line_open) {
             g_string_append_c(out, '\n');
         }
@@ -285,6 +288,8 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id,
             arg = &brs_run;
         } else if (!g_strcmp0(kv[0], "window")) {
             arg = &window;
+        } else if (!g_strcmp0(kv[0], "first")) {
+            arg = &first;
         } else if (!g_strcmp0(kv[0], "loads") && kv[1] &&
                    sscanf(kv[1], "%" SCNu64 ":%" SCNu64, &loads_from,
                           &loads_to) == 2) {

@@ -18,6 +18,7 @@ typedef struct PmuInfo {
     uint64_t fixed_ctrl, global_ctrl, global_status, debugctl;
     uint64_t lbr_from[PMU_MAX_LBR], lbr_to[PMU_MAX_LBR];
     uint64_t lbr_tos, lbr_select, ler_from, ler_to, ds_area;
+    uint64_t pebs_enable, pebs_ld_lat;
 } PmuInfo;
 
 /* On the vCPU's thread, between two TBs */
@@ -42,6 +43,8 @@ static void pmu_info_on_cpu(CPUState *cs, run_on_cpu_data data)
     info->ler_from = env->msr_ler_from;
     info->ler_to = env->msr_ler_to;
     info->ds_area = env->msr_ds_area;
+    info->pebs_enable = env->msr_pebs_enable;
+    info->pebs_ld_lat = env->msr_pebs_ld_lat;
 }
 
 /* pmu-engine.h's PMU_SRC_* */
@@ -57,6 +60,7 @@ static const char *const pmu_source_names[] = {
     [PMU_SRC_LOAD_LEVEL] = "loads retired by supplier",
     [PMU_SRC_LLC_REF] = "LLC references",
     [PMU_SRC_LLC_MISS] = "LLC misses",
+    [PMU_SRC_LOAD_LATENCY] = "loads retired above the latency threshold",
 };
 
 /* What a counter counts, as PmuCount says */
@@ -104,10 +108,14 @@ static void pmu_info_cpu(Monitor *mon, CPUState *cs,
                    PRIx64 ", FIXED_CTR_CTRL 0x%" PRIx64 "\n",
                    info.global_ctrl, info.global_status, info.fixed_ctrl);
     monitor_printf(mon, "  DEBUGCTL 0x%" PRIx64, info.debugctl);
-    if (pmu_has_bts(profile)) {
+    if (pmu_has_bts(profile) || pmu_has_pebs(profile)) {
         monitor_printf(mon, ", DS_AREA 0x%016" PRIx64, info.ds_area);
     }
     monitor_printf(mon, "\n");
+    if (pmu_has_pebs(profile)) {
+        monitor_printf(mon, "  PEBS_ENABLE 0x%" PRIx64 ", LD_LAT_THRESHOLD %"
+                       PRIu64 "\n", info.pebs_enable, info.pebs_ld_lat);
+    }
     if (pmu_lbr_depth(profile)) {
         unsigned n = pmu_lbr_depth(profile), k;
 

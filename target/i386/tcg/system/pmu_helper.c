@@ -47,29 +47,66 @@ static bool pmu_is_fixed(int c, unsigned *i)
 }
 
 /*
+ * A PEBS event happened (pmu_pebs_event): the assist follows the
+ * instruction that made it, before the next one and before an interrupt
+ * is taken there (x86_cpu_exec_interrupt, pmu_x86_pebs).  Each caller
+ * ends the TB after that instruction.
+ */
+static void pmu_pebs_request(CPUX86State *env)
+{
+    BQL_LOCK_GUARD();
+    cpu_interrupt(env_cpu(env), CPU_INTERRUPT_PEBS);
+}
+
+/*
+ * Counter @c (as the window numbers them) counts @n events: returns
+ * PMU_SYNC_PMI when it overflowed and its controls ask for a PMI, and
+ * PMU_SYNC_PEBS when its PEBS event happened, whose assist it requested
+ */
+enum { PMU_SYNC_PMI = 1, PMU_SYNC_PEBS = 2 };
+
+static unsigned pmu_count(CPUX86State *env, const PmuProfile *p,
+                          const PmuRegs *regs, int c, uint64_t n)
+{
+    unsigned i, r = 0;
+    bool fixed = pmu_is_fixed(c, &i);
+    bool ovf = pmu_add(p, regs, fixed, i, n);
+
+    if (ovf && (fixed ? pmu_count_fixed(p, regs, i)
+                      : pmu_count_gp(p, regs, i)).pmi) {
+        r |= PMU_SYNC_PMI;
+    }
+    if (!fixed && pmu_pebs_event(p, regs, i, n, ovf)) {
+        pmu_pebs_request(env);
+        r |= PMU_SYNC_PEBS;
+    }
+    return r;
+}
+
+/*
  * The counters' registers take what the window counted since it was
  * armed; the window is left empty, so that the next TB that counts
- * takes the slow path and arms it.  Returns whether a counter whose
- * controls ask for a PMI overflowed.
+ * takes the slow path and arms it.  Returns PMU_SYNC_PMI when a counter
+ * whose controls ask for a PMI overflowed, PMU_SYNC_PEBS when a PEBS
+ * event happened.
  */
-static bool pmu_sync(CPUX86State *env)
+static unsigned pmu_sync(CPUX86State *env)
 {
     const PmuProfile *p = env_archcpu(env)->pmu_profile;
     PmuRegs regs = x86_pmu_regs(env);
-    bool pmi = false;
+    unsigned r = 0;
     int c;
 
     if (!p) {
-        return false;
+        return 0;
     }
     for (c = 0; c < X86_PMU_COUNTERS; c++) {
         int used = pmu_field(env->pmu_armed, c) - pmu_field(env->pmu_win, c);
         unsigned i;
         bool fixed = pmu_is_fixed(c, &i);
 
-        if (used > 0 && pmu_add(p, &regs, fixed, i, used)) {
-            pmi |= (fixed ? pmu_count_fixed(p, &regs, i)
-                          : pmu_count_gp(p, &regs, i)).pmi;
+        if (used > 0) {
+            r |= pmu_count(env, p, &regs, c, used);
         } else if (used < 0) {
             /* counts given back after the last sync took them */
             pmu_sub(p, &regs, fixed, i, -used);
@@ -77,7 +114,7 @@ static bool pmu_sync(CPUX86State *env)
     }
     env->pmu_win[0] = env->pmu_win[1] = 0;
     env->pmu_armed[0] = env->pmu_armed[1] = 0;
-    return pmi;
+    return r;
 }
 
 /*
@@ -101,7 +138,7 @@ static void pmu_pmi(CPUX86State *env)
 
 void pmu_x86_sync(CPUX86State *env)
 {
-    if (pmu_sync(env)) {
+    if (pmu_sync(env) & PMU_SYNC_PMI) {
         pmu_pmi(env);
     }
 }
@@ -204,8 +241,12 @@ void pmu_x86_recount(CPUX86State *env, uintptr_t ra, int sign)
  */
 void helper_pmu_pending(CPUX86State *env)
 {
-    if (pmu_sync(env)) {
+    unsigned r = pmu_sync(env);
+
+    if (r & PMU_SYNC_PMI) {
         pmu_pmi(env);
+    }
+    if (r) {
         cpu_loop_exit_noexc(env_cpu(env));
     }
 }
@@ -231,11 +272,14 @@ void helper_pmu_tb_slow(CPUX86State *env, uint64_t inc0, uint64_t inc1,
     uint64_t inc[2] = { inc0, inc1 };
     bool user = (env->hflags & HF_CPL_MASK) != 0;
     uint32_t n = n_br & 0xffff, k = n;
+    unsigned r = pmu_sync(env);
     int c;
 
-    if (pmu_sync(env)) {
-        /* nothing of the TB has run: EIP is its start */
+    if (r & PMU_SYNC_PMI) {
         pmu_pmi(env);
+    }
+    if (r) {
+        /* nothing of the TB has run: EIP is its start */
         cpu_loop_exit_noexc(env_cpu(env));
     }
     for (c = 0; c < X86_PMU_COUNTERS; c++) {
@@ -301,9 +345,8 @@ void pmu_x86_mispredict(CPUX86State *env, unsigned kind)
     bool pmi = false;
 
     for (i = 0; i < PMU_MAX_GP; i++) {
-        if ((env->pmu_misp_kinds[cpl == PMU_CPL123][i] & br) &&
-            pmu_add(p, &regs, false, i, 1)) {
-            pmi |= pmu_count_gp(p, &regs, i).pmi;
+        if (env->pmu_misp_kinds[cpl == PMU_CPL123][i] & br) {
+            pmi |= pmu_count(env, p, &regs, i, 1) & PMU_SYNC_PMI;
         }
     }
     /* cost-model=detailed: the stall cycles of the mispredict */
@@ -343,6 +386,7 @@ void pmu_x86_load(CPUX86State *env, target_ulong addr, uint32_t size)
         env->pmu_cache_levels[(env->hflags & HF_CPL_MASK) != 0];
     LwpCacheResult r;
     unsigned bit, i, cycles;
+    uint64_t ll = 0;
 
     if (!cpu->lwp_cache) {
         return;
@@ -353,7 +397,19 @@ void pmu_x86_load(CPUX86State *env, target_ulong addr, uint32_t size)
         if (levels[i] & bit) {
             env->pmu_cache_pend[i]++;
             env->pmu_cache_due = 1;
+            ll |= env->msr_pebs_enable & BIT_ULL(PMU_PEBS_LL_SHIFT + i);
         }
+    }
+    if (ll) {
+        /*
+         * every load is tagged (choice 74): a PEBS record takes the last
+         * of those that retired
+         */
+        env->pmu_ll_addr[1] = addr;
+        env->pmu_ll_source[1] =
+            pmu_pebs_data_source(1u << (r.level - LWP_CACHE_L1));
+        env->pmu_ll_latency[1] = r.latency;
+        env->pmu_ll_due = 1;
     }
     /* cost-model=detailed: the load's stall cycles */
     cycles = env->pmu_cycle_counters[(env->hflags & HF_CPL_MASK) != 0];
@@ -389,8 +445,7 @@ static bool pmu_stalls(CPUX86State *env, const uint32_t *n, uintptr_t ra,
 {
     const PmuProfile *p = env_archcpu(env)->pmu_profile;
     PmuRegs regs = x86_pmu_regs(env);
-    unsigned big = 0;
-    bool pmi;
+    unsigned big = 0, pmi;
     int c;
 
     for (c = 0; c < X86_PMU_COUNTERS; c++) {
@@ -410,19 +465,15 @@ static bool pmu_stalls(CPUX86State *env, const uint32_t *n, uintptr_t ra,
     }
     pmi = pmu_sync(env);
     for (c = 0; c < X86_PMU_COUNTERS; c++) {
-        unsigned i;
-        bool fixed = pmu_is_fixed(c, &i);
-
-        if ((big & (1u << c)) && pmu_add(p, &regs, fixed, i, n[c])) {
-            pmi |= (fixed ? pmu_count_fixed(p, &regs, i)
-                          : pmu_count_gp(p, &regs, i)).pmi;
+        if (big & (1u << c)) {
+            pmi |= pmu_count(env, p, &regs, c, n[c]);
         }
     }
     if (ra) {
         pmu_x86_recount(env, ra, -1);
         *leave = true;
     }
-    return pmi;
+    return pmi & PMU_SYNC_PMI;
 }
 
 /*
@@ -443,8 +494,8 @@ void helper_pmu_cache_commit(CPUX86State *env, uint32_t mid)
     uint8_t window = env->pmu_cycle_counters[0] | env->pmu_cycle_counters[1];
     uint32_t stalls[X86_PMU_COUNTERS] = { };
     PmuRegs regs = x86_pmu_regs(env);
-    bool pmi = false, leave = false;
-    unsigned i;
+    unsigned r = 0, i;
+    bool leave = false;
 
     for (i = 0; i < X86_PMU_COUNTERS; i++) {
         uint32_t n = env->pmu_cache_pend[i];
@@ -455,17 +506,32 @@ void helper_pmu_cache_commit(CPUX86State *env, uint32_t mid)
         env->pmu_cache_pend[i] = 0;
         if (window & (1u << i)) {
             stalls[i] = n;
-        } else if (pmu_add(p, &regs, false, i, n)) {
-            pmi |= pmu_count_gp(p, &regs, i).pmi;
+        } else {
+            r |= pmu_count(env, p, &regs, i, n);
         }
     }
     env->pmu_cache_due = 0;
-    if (window) {
-        pmi |= pmu_stalls(env, stalls, mid ? GETPC() : 0, &leave);
+    if (env->pmu_ll_due) {
+        env->pmu_ll_due = 0;
+        env->pmu_ll_addr[0] = env->pmu_ll_addr[1];
+        env->pmu_ll_source[0] = env->pmu_ll_source[1];
+        env->pmu_ll_latency[0] = env->pmu_ll_latency[1];
     }
-    if (pmi) {
+    if (window && pmu_stalls(env, stalls, mid ? GETPC() : 0, &leave)) {
+        r |= PMU_SYNC_PMI;
+    }
+    if (r & PMU_SYNC_PMI) {
+        /* what the TB's start counted, of the instructions up to this one */
+        if (mid) {
+            pmu_x86_recount(env, GETPC(), 1);
+        }
         pmu_sync(env);
+        if (mid) {
+            pmu_x86_recount(env, GETPC(), -1);
+        }
         pmu_pmi(env);
+    }
+    if (r) {
         leave = mid;
     }
     if (leave) {
@@ -585,5 +651,79 @@ void pmu_x86_lbr_event(CPUX86State *env, target_ulong from, bool cpl0,
     if (env->msr_debugctl & PMU_DEBUGCTL_TR) {
         pmu_bts(env, lbr_eip(from, code64),
                 lbr_eip(env->eip, env->hflags & HF_CS64_MASK), cpl0, false);
+    }
+}
+
+/*
+ * The PEBS assist (SDM 18.6.1.1; choice 74), requested by the PEBS event
+ * of the instruction that just retired: a record of the state that
+ * instruction left (RIP the next instruction's) is stored in the PEBS
+ * buffer of the DS save area, through the same mapping as BTS messages
+ * and with the same probes, so that nothing is half-written; then the
+ * counters that overflowed with PEBS take their reset values, and a
+ * record that reached the threshold raises the PMI.
+ */
+void pmu_x86_pebs(CPUX86State *env)
+{
+    static const int gpr[] = {
+        R_EAX, R_EBX, R_ECX, R_EDX, R_ESI, R_EDI, R_EBP, R_ESP,
+    };
+    const PmuProfile *p = env_archcpu(env)->pmu_profile;
+    PmuRegs regs = x86_pmu_regs(env);
+    uint64_t ds = env->msr_ds_area, f[4], reset[PMU_MAX_GP] = { };
+    uint64_t rec[PMU_PEBS_RECORD_SIZE / 8] = { };
+    bool lma = env->hflags & HF_LMA_MASK;
+    int mmu_idx = bts_mmu_index(env), i;
+    PmuBtsStore st = { };
+
+    if (!p || !pmu_has_pebs(p)) {
+        return;
+    }
+    /* what the TB left given back */
+    pmu_x86_sync(env);
+    if (bts_probe(env, ds + PMU_DS_PEBS_BASE,
+                  PMU_DS_PEBS_RESET + 8 * PMU_MAX_GP - PMU_DS_PEBS_BASE,
+                  MMU_DATA_LOAD) &&
+        bts_probe(env, ds + PMU_DS_PEBS_INDEX, 8, MMU_DATA_STORE)) {
+        for (i = 0; i < 4; i++) {
+            f[i] = cpu_ldq_le_mmuidx_ra(env, ds + PMU_DS_PEBS_BASE + 8 * i,
+                                        mmu_idx, 0);
+        }
+        for (i = 0; i < PMU_MAX_GP; i++) {
+            reset[i] = cpu_ldq_le_mmuidx_ra(env,
+                                            ds + PMU_DS_PEBS_RESET + 8 * i,
+                                            mmu_idx, 0);
+        }
+        st = pmu_pebs_store(f[1], f[2], f[3]);
+        st.store = st.store && bts_probe(env, f[1], PMU_PEBS_RECORD_SIZE,
+                                         MMU_DATA_STORE);
+    }
+    if (st.store) {
+        /* outside IA-32e mode: 32-bit values, R8-R15 0 (SDM 18.6.1.1) */
+        uint64_t mask = lma ? UINT64_MAX : UINT32_MAX;
+
+        rec[0] = cpu_compute_eflags(env);
+        rec[1] = env->eip & mask;
+        for (i = 0; i < ARRAY_SIZE(gpr); i++) {
+            rec[2 + i] = env->regs[gpr[i]] & mask;
+        }
+#ifdef TARGET_X86_64
+        for (i = 8; lma && i < 16; i++) {
+            rec[2 + i] = env->regs[i];
+        }
+#endif
+        rec[PMU_PEBS_STATUS / 8] = env->msr_global_status;
+        rec[PMU_PEBS_DLA / 8] = env->pmu_ll_addr[0];
+        rec[PMU_PEBS_DSE / 8] = env->pmu_ll_source[0];
+        rec[PMU_PEBS_LAT / 8] = env->pmu_ll_latency[0];
+        for (i = 0; i < ARRAY_SIZE(rec); i++) {
+            cpu_stq_le_mmuidx_ra(env, f[1] + 8 * i, rec[i], mmu_idx, 0);
+        }
+        cpu_stq_le_mmuidx_ra(env, ds + PMU_DS_PEBS_INDEX, st.index, mmu_idx,
+                             0);
+    }
+    pmu_pebs_done(p, &regs, reset, st.store, st.store && st.pmi);
+    if (st.store && st.pmi) {
+        pmu_pmi(env);
     }
 }
