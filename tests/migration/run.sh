@@ -38,8 +38,8 @@
 #      instructions that RBX and RIP say retired (monrun-check.py)
 #   h. HMP "info pmu" (config=pmu-monitor, tests/system/pmu.c, under
 #      -cpu Nehalem,pmu=on): the registers as the guest read them (the LBR
-#      stack and IA32_DS_AREA included), before and after a migration to
-#      a file; a CPU without pmu=on refuses that stream
+#      stack, IA32_DS_AREA and the PEBS MSRs included), before and after
+#      a migration to a file; a CPU without pmu=on refuses that stream
 #   i. the PMU's counts across migration (config=pmu-migrate,
 #      tests/system/pmu.c, under -cpu Nehalem,pmu=on): a workload counted
 #      by every counter, mispredicted branches and L1D_HIT (the cache
@@ -692,9 +692,10 @@ if wait_for "$name" '^PMUMONITOR '; then
     for kv in ${line#PMUMONITOR }; do
         declare "pmu_${kv%%=*}=${kv#*=}"
     done
-    # IA32_DS_AREA migrates in cpu/ds_area
+    # IA32_DS_AREA migrates in cpu/ds_area, the PEBS MSRs in cpu/pebs
     pmu_want=("GLOBAL_CTRL $pmu_ctrl, GLOBAL_STATUS 0x0, FIXED_CTR_CTRL $pmu_fixedctrl"
-        "DEBUGCTL $pmu_debugctl, DS_AREA $(printf '0x%016x' "$pmu_dsarea")")
+        "DEBUGCTL $pmu_debugctl, DS_AREA $(printf '0x%016x' "$pmu_dsarea")"
+        "PEBS_ENABLE $pmu_pebs, LD_LAT_THRESHOLD $pmu_ldlat")
     for i in 0 1 2 3; do
         c=pmu_pmc$i e=pmu_evtsel$i
         pmu_want+=("PMC$i $(printf '0x%012x' "${!c}"), PERFEVTSEL$i ${!e}:")

@@ -92,9 +92,9 @@ static void test_reset_values(void)
     report(!vec && v == 0x1c3,
            "PERF_CAPABILITIES - expect 0x1c3 (got %lx)", (unsigned long)v);
     vec = rdmsr_safe(MSR_IA32_MISC_ENABLE, &v);
-    report(!vec && (v & 0x1880) == 0x1080,
-           "MISC_ENABLE bits 7, 12 set, 11 clear - expect PMU available, "
-           "PEBS unavailable, BTS available (got %lx)", (unsigned long)v);
+    report(!vec && (v & 0x1880) == 0x80,
+           "MISC_ENABLE bit 7 set, 11 and 12 clear - expect PMU available, "
+           "BTS available, PEBS available (got %lx)", (unsigned long)v);
 }
 
 static void test_writes(void)
@@ -860,6 +860,8 @@ static void test_sampling(void)
 #define MSR_LBR_FROM0   0x680
 #define MSR_LBR_TO0     0x6c0
 #define MSR_IA32_DS_AREA 0x600
+#define MSR_IA32_PEBS_ENABLE 0x3f1
+#define MSR_PEBS_LD_LAT 0x3f6
 #define LBR_MISPRED     (1ull << 63)
 
 static void test_freeze(void)
@@ -965,7 +967,8 @@ static void test_no_pmu(void)
  * print what RDMSR reads back as
  *
  *   PMUMONITOR pmc0=0x... ... evtsel3=0x... fixed0=0x... ... ctrl=0x...
- *              ... lbrsel=0x... tos=N from7=0x... to7=0x... from0=... to0=...
+ *              ... pebs=0x... ldlat=N lbrsel=0x... tos=N from7=0x...
+ *              to7=0x... from0=... to0=...
  *
  * and halt with interrupts off.  The LBR entries written are a user
  * branch with the mispredict flag (7) and a kernel one without (0).
@@ -1001,6 +1004,8 @@ int pmu_monitor_main(void)
     bad |= wrmsr_safe(MSR_LBR_FROM0, 0x7fffffff81000010ull);
     bad |= wrmsr_safe(MSR_LBR_TO0, 0xffffffff81000020ull);
     bad |= wrmsr_safe(MSR_IA32_DS_AREA, 0xffff888001234000ull);
+    bad |= wrmsr_safe(MSR_IA32_PEBS_ENABLE, 0x500000005ull);
+    bad |= wrmsr_safe(MSR_PEBS_LD_LAT, 42);
     report(!bad, "pmu-monitor: every WRMSR - expect no #GP");
     printf("PMUMONITOR");
     for (i = 0; i < 4; i++) {
@@ -1019,6 +1024,9 @@ int pmu_monitor_main(void)
            (unsigned long)rdmsr(MSR_IA32_PERF_GLOBAL_CTRL),
            (unsigned long)rdmsr(MSR_IA32_DEBUGCTL),
            (unsigned long)rdmsr(MSR_IA32_DS_AREA));
+    printf(" pebs=0x%lx ldlat=%lu",
+           (unsigned long)rdmsr(MSR_IA32_PEBS_ENABLE),
+           (unsigned long)rdmsr(MSR_PEBS_LD_LAT));
     printf(" lbrsel=0x%lx tos=%lu from7=0x%lx to7=0x%lx from0=0x%lx "
            "to0=0x%lx\n", (unsigned long)rdmsr(MSR_LBR_SELECT),
            (unsigned long)rdmsr(MSR_LBR_TOS),
@@ -2856,6 +2864,1333 @@ static void test_bts(void)
     handle_irq(PMI_VECTOR, NULL);
 }
 
+/*
+ * PEBS with Nehalem's record format 1 and its load latency facility (SDM
+ * Vol. 3B, the Intel Core i7 sections "Processor Event Based Sampling
+ * (PEBS)" and "Load Latency Performance Monitoring Facility"; "BTS and DS
+ * Save Area" for the DS area), as the model's rules give them:
+ * IA32_PEBS_ENABLE (3F1H) bits 0-3 PEBS_EN_PMC0-3 and 32-35 LL_EN_PMC0-3,
+ * MSR_PEBS_LD_LAT_THRESHOLD (3F6H) bits 15:0, any other bit #GP; both 0
+ * at RESET.  A general counter is a PEBS counter when its PEBS_EN bit is
+ * set and its event is C0H, C4H, C5H, CBH or 0BH; when it overflows,
+ * PEBS is armed for it and its next counted event is its PEBS event.
+ * Right after the instruction with that event retires, the assist reads
+ * the DS area (+20H base, +28H index, +30H absolute maximum, +38H
+ * interrupt threshold, +40H + 8i counter i's reset value) and, if index +
+ * 0B0H <= maximum, writes a 176-byte record at the index: RFLAGS, RIP (of
+ * the next instruction to execute: a taken branch's target), RAX, RBX,
+ * RCX, RDX, RSI, RDI, RBP, RSP, R8-R15 as that instruction left them,
+ * IA32_PERF_GLOBAL_STATUS before the assist, and load latency's data
+ * linear address, data source and latency; the index moves by 0B0H;
+ * every PEBS counter whose overflow bit is set (or that is armed) is
+ * loaded with its reset value (48 bits) and its bit cleared; if the index
+ * is then at or beyond the threshold, GLOBAL_STATUS bit 62 (OvfBuffer)
+ * and a PMI (whose RIP is the record's).  A record that does not fit (or
+ * whose buffer is not mapped) is not written, nothing is reloaded, the
+ * status bits stay and PEBS is disarmed.  Load latency (event 0BH umask
+ * 10H) counts the loads whose latency, fixed by the cache model's level
+ * that supplied them (L1 4, L2 10, L3 40, DRAM 200 cycles), is above the
+ * threshold; the record's last three fields are those of the last load a
+ * counter with its LL_EN bit counted (source L1 01H, L2 03H, L3 04H, DRAM
+ * 0CH), 0 until one has.
+ *
+ * Every expected RIP below is a label of the listing that runs, every
+ * register a value the listing sets, and every count follows from the
+ * instructions, branches or loads of the listing, counted by hand as in
+ * the tests above (the enabling WRMSR is not counted, the disabling one
+ * is).
+ */
+#define PEBS_RECORD             0xb0
+#define PEBS_SLOTS              8
+#define PEBS_FIELDS             22
+#define PEBS_FILL               0xa5a5a5a500000000ull
+#define PEBS_MASK48             0xffffffffffffull
+#define PEBS_OVF_BUFFER         (1ull << 62)
+#define PEBS_OVF_ALL            0xe00000070000000full
+#define PEBS_UNMAPPED           0x140000000ull  /* 5 GiB: no PDPT entry */
+#define PEBS_DEBUGCTL_FREEZE    (1ull << 12)
+/* the record's quadwords */
+#define PR_FLAGS                0
+#define PR_IP                   1
+#define PR_AX                   2
+#define PR_BX                   3
+#define PR_CX                   4
+#define PR_DX                   5
+#define PR_SI                   6
+#define PR_DI                   7
+#define PR_BP                   8
+#define PR_SP                   9
+#define PR_R8                   10
+#define PR_STATUS               18
+#define PR_DLA                  19
+#define PR_DSE                  20
+#define PR_LAT                  21
+/* the arithmetic flags and bit 1, with and without IF */
+#define PEBS_RFLAGS             0x8d7ull
+#define PEBS_RFLAGS_IF          0xad7ull
+
+/* the value pebs_regs_asm gives register @i (RAX 0 ... R15 15, not RSP) */
+#define PEBS_VAL(i)     (0x5eb5000000000000ull + (u64)(i) * 0x0101010101ull)
+#define PEBS_VAL_ASM(i) "$0x5eb5000000000000 + " #i " * 0x0101010101"
+
+struct pebs_record {
+    u64 q[PEBS_FIELDS];
+};
+
+static const char *const pebs_field[PEBS_FIELDS] = {
+    "RFLAGS", "RIP", "RAX", "RBX", "RCX", "RDX", "RSI", "RDI", "RBP", "RSP",
+    "R8", "R9", "R10", "R11", "R12", "R13", "R14", "R15",
+    "GLOBAL_STATUS", "data address", "data source", "latency",
+};
+
+static struct pebs_record pebs_buf[PEBS_SLOTS] __attribute__((aligned(64)));
+static u64 pebs_ds[16] __attribute__((aligned(64)));
+static u64 pebs_ds_set[16];
+static unsigned pebs_msr_faults;
+
+/*
+ * pebs_regs_asm(rflags, enable): GLOBAL_CTRL := enable (not counted),
+ * then 25 counted instructions, pebs_r1 to pebs_r25: PUSH RDI, POPFQ
+ * (RFLAGS := @rflags), MOVABS of PEBS_VAL(i) into RAX, RBX, RCX, RDX,
+ * RSI, RDI, RBP and R8-R15 (pebs_r3-r17), LEA -88H(RSP), RSP (pebs_r18),
+ * 3 NOPs, then the disabling MOV, XOR, XOR, WRMSR (pebs_r22-r25).
+ * pebs_r_tab[k - 1] is the address of instruction k (pebs_r26: the one
+ * after the disabling WRMSR).  pebs_saved_rsp: RSP before pebs_r1.
+ */
+extern const unsigned long pebs_r_tab[26];
+extern u64 pebs_saved_rsp;
+void pebs_regs_asm(u64 rflags, u64 enable);
+asm(".pushsection .text\n"
+    ".globl pebs_regs_asm\n"
+    "pebs_regs_asm:\n\t"
+    "push %rbx\n\t"
+    "push %rbp\n\t"
+    "push %r12\n\t"
+    "push %r13\n\t"
+    "push %r14\n\t"
+    "push %r15\n\t"
+    "mov %rsp, pebs_saved_rsp(%rip)\n\t"
+    "mov $0x38f, %ecx\n\t"
+    "mov %esi, %eax\n\t"
+    "xor %edx, %edx\n\t"
+    "wrmsr\n"
+    "pebs_r1: push %rdi\n"
+    "pebs_r2: popfq\n"
+    "pebs_r3: movabs " PEBS_VAL_ASM(0) ", %rax\n"
+    "pebs_r4: movabs " PEBS_VAL_ASM(1) ", %rbx\n"
+    "pebs_r5: movabs " PEBS_VAL_ASM(2) ", %rcx\n"
+    "pebs_r6: movabs " PEBS_VAL_ASM(3) ", %rdx\n"
+    "pebs_r7: movabs " PEBS_VAL_ASM(4) ", %rsi\n"
+    "pebs_r8: movabs " PEBS_VAL_ASM(5) ", %rdi\n"
+    "pebs_r9: movabs " PEBS_VAL_ASM(6) ", %rbp\n"
+    "pebs_r10: movabs " PEBS_VAL_ASM(8) ", %r8\n"
+    "pebs_r11: movabs " PEBS_VAL_ASM(9) ", %r9\n"
+    "pebs_r12: movabs " PEBS_VAL_ASM(10) ", %r10\n"
+    "pebs_r13: movabs " PEBS_VAL_ASM(11) ", %r11\n"
+    "pebs_r14: movabs " PEBS_VAL_ASM(12) ", %r12\n"
+    "pebs_r15: movabs " PEBS_VAL_ASM(13) ", %r13\n"
+    "pebs_r16: movabs " PEBS_VAL_ASM(14) ", %r14\n"
+    "pebs_r17: movabs " PEBS_VAL_ASM(15) ", %r15\n"
+    "pebs_r18: lea -0x88(%rsp), %rsp\n"
+    "pebs_r19: nop\n"
+    "pebs_r20: nop\n"
+    "pebs_r21: nop\n"
+    "pebs_r22: mov $0x38f, %ecx\n"
+    "pebs_r23: xor %eax, %eax\n"
+    "pebs_r24: xor %edx, %edx\n"
+    "pebs_r25: wrmsr\n"
+    "pebs_r26: mov pebs_saved_rsp(%rip), %rsp\n\t"
+    "pop %r15\n\t"
+    "pop %r14\n\t"
+    "pop %r13\n\t"
+    "pop %r12\n\t"
+    "pop %rbp\n\t"
+    "pop %rbx\n\t"
+    "ret\n"
+    ".popsection\n"
+    ".pushsection .data\n"
+    ".balign 8\n"
+    ".globl pebs_r_tab\n"
+    "pebs_r_tab:\n\t"
+    ".quad pebs_r1, pebs_r2, pebs_r3, pebs_r4, pebs_r5, pebs_r6\n\t"
+    ".quad pebs_r7, pebs_r8, pebs_r9, pebs_r10, pebs_r11, pebs_r12\n\t"
+    ".quad pebs_r13, pebs_r14, pebs_r15, pebs_r16, pebs_r17, pebs_r18\n\t"
+    ".quad pebs_r19, pebs_r20, pebs_r21, pebs_r22, pebs_r23, pebs_r24\n\t"
+    ".quad pebs_r25, pebs_r26\n"
+    ".globl pebs_saved_rsp\n"
+    "pebs_saved_rsp: .quad 0\n"
+    ".popsection\n");
+
+/*
+ * pebs_br_asm(enable): GLOBAL_CTRL := enable, then 6 branches: JMP to
+ * pebs_b1, JE taken to pebs_b2, JNE not taken (on to pebs_b3), CALL
+ * pebs_bf, its RET to pebs_b4, JMP *RSI to pebs_b6; then the 4 disabling
+ * instructions.  pebs_b_tab[k - 1]: where branch k goes.
+ */
+extern const unsigned long pebs_b_tab[6];
+void pebs_br_asm(u64 enable);
+asm(".pushsection .text\n"
+    ".globl pebs_br_asm\n"
+    "pebs_br_asm:\n\t"
+    "mov %rsp, pebs_saved_rsp(%rip)\n\t"
+    "lea pebs_b6(%rip), %rsi\n\t"
+    "mov $0x38f, %ecx\n\t"
+    "mov %edi, %eax\n\t"
+    "xor %edx, %edx\n\t"
+    "wrmsr\n\t"
+    "jmp pebs_b1\n\t"
+    "ud2\n"
+    "pebs_b1: cmp %eax, %eax\n\t"
+    "je pebs_b2\n\t"
+    "ud2\n"
+    "pebs_b2: jne pebs_bnever\n"
+    "pebs_b3: call pebs_bf\n"
+    "pebs_b4: jmp *%rsi\n\t"
+    "ud2\n"
+    "pebs_bf: ret\n"
+    "pebs_bnever: ud2\n"
+    "pebs_b6: mov $0x38f, %ecx\n\t"
+    "xor %eax, %eax\n\t"
+    "xor %edx, %edx\n\t"
+    "wrmsr\n\t"
+    "ret\n"
+    ".popsection\n"
+    ".pushsection .data\n"
+    ".balign 8\n"
+    ".globl pebs_b_tab\n"
+    "pebs_b_tab: .quad pebs_b1, pebs_b2, pebs_b3, pebs_bf, pebs_b4, pebs_b6\n"
+    ".popsection\n");
+
+/*
+ * pebs_loop_asm(enable, n): GLOBAL_CTRL := enable, then XOR EAX (1), MOV
+ * RBX := n (2) and n iterations of INC RAX (pebs_li), DEC RBX (pebs_ld),
+ * JNZ pebs_li (pebs_lj), then the 4 disabling instructions (pebs_le):
+ * 3n + 6 counted.  Instruction t >= 3 is iteration (t - 3) / 3 + 1's
+ * INC, DEC or JNZ as t % 3 is 0, 1 or 2; after it RAX is t / 3 and RBX
+ * n - (t - 1) / 3.
+ */
+extern char pebs_li[], pebs_ld[], pebs_lj[], pebs_le[];
+void pebs_loop_asm(u64 enable, u64 n);
+asm(".pushsection .text\n"
+    ".globl pebs_loop_asm, pebs_li, pebs_ld, pebs_lj, pebs_le\n"
+    "pebs_loop_asm:\n\t"
+    "push %rbx\n\t"
+    "mov $0x38f, %ecx\n\t"
+    "mov %edi, %eax\n\t"
+    "xor %edx, %edx\n\t"
+    "wrmsr\n\t"
+    "xor %eax, %eax\n\t"
+    "mov %rsi, %rbx\n"
+    "pebs_li: inc %rax\n"
+    "pebs_ld: dec %rbx\n"
+    "pebs_lj: jnz pebs_li\n"
+    "pebs_le: mov $0x38f, %ecx\n\t"
+    "xor %eax, %eax\n\t"
+    "xor %edx, %edx\n\t"
+    "wrmsr\n\t"
+    "pop %rbx\n\t"
+    "ret\n"
+    ".popsection\n");
+
+/*
+ * pebs_ll_asm(enable, buf, stride): R8-R15 := buf + 1..8 * stride,
+ * WBINVD (the cache model empty), GLOBAL_CTRL := enable, then 16 counted
+ * instructions, pebs_ll_tab[k - 1] the address of instruction k:
+ *   1     MOV RAX := [buf + 18H]        line 0: DRAM
+ *   2-9   MOV RBX := [buf + (k-1) * stride]  (through R8-R15): DRAM
+ *   10    MOV RCX := [buf + 18H]        line 0 again
+ *   11    MOV RDX := [buf + 20H]        line 0 again: L1
+ *   12    NOP
+ *   13-16 the disabling MOV, XOR, XOR, WRMSR
+ * With stride 1000H (4 KiB), loads 2-9 are the 8 ways of L1's set of
+ * line 0 after it, so load 10 misses L1 (LRU) and hits L2 (whose set of
+ * line 0 has only line 8000H besides): L1D_HIT, L2_HIT, L3_MISS 1, 1, 9;
+ * load latency above a threshold T: 11 for T < 4, 10 for 4 <= T < 10, 9
+ * for 10 <= T < 200, 0 from 200.  With stride 8000H (32 KiB), they are
+ * also the 8 ways of L2's set of line 0 (512 sets), in 8 other sets of
+ * L3 (8192): load 10 misses L1 and L2 and hits L3: L1D_HIT,
+ * L3_UNSHARED_HIT, L3_MISS 1, 1, 9; load latency above T: 11 for T < 4,
+ * 10 for 4 <= T < 40, 9 for 40 <= T < 200.  pebs_saved_rsp: RSP at
+ * instruction 1.
+ */
+extern const unsigned long pebs_ll_tab[17];
+void pebs_ll_asm(u64 enable, void *buf, u64 stride);
+asm(".pushsection .text\n"
+    ".globl pebs_ll_asm\n"
+    "pebs_ll_asm:\n\t"
+    "push %rbx\n\t"
+    "push %r12\n\t"
+    "push %r13\n\t"
+    "push %r14\n\t"
+    "push %r15\n\t"
+    "mov %rsp, pebs_saved_rsp(%rip)\n\t"
+    "lea (%rsi,%rdx), %r8\n\t"
+    "lea (%r8,%rdx), %r9\n\t"
+    "lea (%r9,%rdx), %r10\n\t"
+    "lea (%r10,%rdx), %r11\n\t"
+    "lea (%r11,%rdx), %r12\n\t"
+    "lea (%r12,%rdx), %r13\n\t"
+    "lea (%r13,%rdx), %r14\n\t"
+    "lea (%r14,%rdx), %r15\n\t"
+    "wbinvd\n\t"
+    "mov $0x38f, %ecx\n\t"
+    "mov %edi, %eax\n\t"
+    "xor %edx, %edx\n\t"
+    "wrmsr\n"
+    "pebs_ll1: mov 0x18(%rsi), %rax\n"
+    "pebs_ll2: mov (%r8), %rbx\n"
+    "pebs_ll3: mov (%r9), %rbx\n"
+    "pebs_ll4: mov (%r10), %rbx\n"
+    "pebs_ll5: mov (%r11), %rbx\n"
+    "pebs_ll6: mov (%r12), %rbx\n"
+    "pebs_ll7: mov (%r13), %rbx\n"
+    "pebs_ll8: mov (%r14), %rbx\n"
+    "pebs_ll9: mov (%r15), %rbx\n"
+    "pebs_ll10: mov 0x18(%rsi), %rcx\n"
+    "pebs_ll11: mov 0x20(%rsi), %rdx\n"
+    "pebs_ll12: nop\n"
+    "pebs_ll13: mov $0x38f, %ecx\n"
+    "pebs_ll14: xor %eax, %eax\n"
+    "pebs_ll15: xor %edx, %edx\n"
+    "pebs_ll16: wrmsr\n"
+    "pebs_ll17: pop %r15\n\t"
+    "pop %r14\n\t"
+    "pop %r13\n\t"
+    "pop %r12\n\t"
+    "pop %rbx\n\t"
+    "ret\n"
+    ".popsection\n"
+    ".pushsection .data\n"
+    ".balign 8\n"
+    ".globl pebs_ll_tab\n"
+    "pebs_ll_tab:\n\t"
+    ".quad pebs_ll1, pebs_ll2, pebs_ll3, pebs_ll4, pebs_ll5, pebs_ll6\n\t"
+    ".quad pebs_ll7, pebs_ll8, pebs_ll9, pebs_ll10, pebs_ll11, pebs_ll12\n\t"
+    ".quad pebs_ll13, pebs_ll14, pebs_ll15, pebs_ll16, pebs_ll17\n"
+    ".popsection\n");
+
+/*
+ * pebs_cmps_asm(enable, buf): RSI := RDI := buf + 18H, WBINVD,
+ * GLOBAL_CTRL := enable, then MOV RAX := [RSI] (1: line 0 from DRAM),
+ * CMPSQ (2, at pebs_c2: two loads of buf + 18H, both from L1; RSI and RDI
+ * then buf + 20H), NOP (3, pebs_c3) and the 4 disabling instructions.
+ */
+extern char pebs_c3[];
+void pebs_cmps_asm(u64 enable, void *buf);
+asm(".pushsection .text\n"
+    ".globl pebs_cmps_asm, pebs_c3\n"
+    "pebs_cmps_asm:\n\t"
+    "mov %edi, %eax\n\t"
+    "lea 0x18(%rsi), %rdi\n\t"
+    "lea 0x18(%rsi), %rsi\n\t"
+    "mov %rsp, pebs_saved_rsp(%rip)\n\t"
+    "wbinvd\n\t"
+    "mov $0x38f, %ecx\n\t"
+    "xor %edx, %edx\n\t"
+    "wrmsr\n\t"
+    "mov (%rsi), %rax\n"
+    "pebs_c2: cmpsq\n"
+    "pebs_c3: nop\n\t"
+    "mov $0x38f, %ecx\n\t"
+    "xor %eax, %eax\n\t"
+    "xor %edx, %edx\n\t"
+    "wrmsr\n\t"
+    "ret\n"
+    ".popsection\n");
+
+/*
+ * CPL 3, called by user_entry (cstart64.S) after its MOV, MOV, CALL
+ * (instructions 1-3): MOV RAX := RSP (4), LEA -18H(RSP), RSP (5), MOVABS
+ * RBX := PEBS_VAL(1) (6, pebs_u6), LEA 18H(RSP), RSP (7, pebs_u7), RET
+ * (8), then user_entry's INT $USER_RET_VECTOR (9): 9 CPL 3 instructions.
+ */
+extern char pebs_u7[];
+void pebs_user_fn(void *arg);
+asm(".pushsection .text\n"
+    ".globl pebs_user_fn, pebs_u7\n"
+    "pebs_user_fn:\n\t"
+    "mov %rsp, %rax\n\t"
+    "lea -0x18(%rsp), %rsp\n"
+    "pebs_u6: movabs " PEBS_VAL_ASM(1) ", %rbx\n"
+    "pebs_u7: lea 0x18(%rsp), %rsp\n\t"
+    "ret\n"
+    ".popsection\n");
+
+static void pebs_wrmsr(u32 msr, u64 val)
+{
+    pebs_msr_faults += !!wrmsr_safe(msr, val);
+}
+
+/*
+ * The buffer and the DS area filled with a pattern; PEBS buffer base and
+ * index := pebs_buf, absolute maximum and interrupt threshold @max and
+ * @thr bytes past it, reset values @reset; IA32_DS_AREA := pebs_ds
+ */
+static void pebs_setup(u64 max, u64 thr, const u64 reset[4])
+{
+    u64 *w = (u64 *)pebs_buf, base = (u64)pebs_buf;
+    unsigned i;
+
+    for (i = 0; i < PEBS_SLOTS * PEBS_FIELDS; i++) {
+        w[i] = PEBS_FILL | i;
+    }
+    for (i = 0; i < 16; i++) {
+        pebs_ds[i] = PEBS_FILL | 0x100 | i;
+    }
+    pebs_ds[4] = base;
+    pebs_ds[5] = base;
+    pebs_ds[6] = base + max;
+    pebs_ds[7] = base + thr;
+    for (i = 0; i < 4; i++) {
+        pebs_ds[8 + i] = reset[i];
+    }
+    memcpy(pebs_ds_set, pebs_ds, sizeof(pebs_ds));
+    wrmsr(MSR_IA32_DS_AREA, (u64)pebs_ds);
+}
+
+/*
+ * The index @n records past where pebs_setup put it, nothing else of the
+ * DS area written, and slots @n and beyond as pebs_setup left them
+ */
+static void pebs_buf_report(const char *what, unsigned n)
+{
+    const u64 *w = (const u64 *)pebs_buf;
+    unsigned i, bad = 0, first = ~0u;
+
+    for (i = n * PEBS_FIELDS; i < PEBS_SLOTS * PEBS_FIELDS; i++) {
+        if (w[i] != (PEBS_FILL | i)) {
+            bad++;
+            first = first == ~0u ? i : first;
+        }
+    }
+    for (i = 0; i < 16; i++) {
+        if (i != 5 && pebs_ds[i] != pebs_ds_set[i]) {
+            bad++;
+        }
+    }
+    report(!bad && pebs_ds[5] == pebs_ds_set[5] + n * PEBS_RECORD,
+           "PEBS: %s - expect %u records, the index %lx bytes past the "
+           "base, nothing else written (got index %lx bytes past it, %u "
+           "other differences, the first at slot %u, +%xH)", what, n,
+           (unsigned long)(n * PEBS_RECORD),
+           (unsigned long)(pebs_ds[5] - pebs_ds_set[5]), bad,
+           first == ~0u ? 0 : first / PEBS_FIELDS,
+           first == ~0u ? 0 : (first % PEBS_FIELDS) * 8);
+}
+
+/*
+ * Slot @s holds @want in the fields of @known: one report, naming the
+ * first field that differs
+ */
+static void pebs_rec_report(const char *what, unsigned s, const u64 *want,
+                            u32 known)
+{
+    const u64 *got = pebs_buf[s].q;
+    unsigned i, bad = 0, first = 0, more = 0;
+    char diff[160] = "";
+
+    for (i = 0; i < PEBS_FIELDS; i++) {
+        more += !!(known & (1u << i)) && i != PR_IP && i != PR_STATUS;
+        if ((known & (1u << i)) && got[i] != want[i]) {
+            first = bad ? first : i;
+            bad++;
+        }
+    }
+    if (bad) {
+        snprintf(diff, sizeof(diff), "; the first: %s expect %lx got %lx; "
+                 "RIP %lx, status %lx", pebs_field[first],
+                 (unsigned long)want[first], (unsigned long)got[first],
+                 (unsigned long)got[PR_IP], (unsigned long)got[PR_STATUS]);
+    }
+    report(!bad, "PEBS: %s - expect record %u: RIP %lx, status %lx and %u "
+           "more fields as the listing left them (got %u differences%s)",
+           what, s, (unsigned long)want[PR_IP],
+           (unsigned long)want[PR_STATUS], more, bad, diff);
+}
+
+/*
+ * What record of pebs_regs_asm(@rflags, @enable) has when instruction @m
+ * is the PEBS event: into @w, the known fields as the result (not the
+ * status and load latency fields, the caller's)
+ */
+static u32 pebs_regs_want(unsigned m, u64 rflags, u64 enable, u64 *w)
+{
+    u64 rsp = pebs_saved_rsp;
+    u32 known = 1u << PR_IP | 1u << PR_SP;
+    unsigned f, k;
+
+    w[PR_IP] = pebs_r_tab[m];
+    /* RAX-RBP by pebs_r3-r9, R8-R15 by pebs_r10-r17 */
+    for (f = PR_AX; f <= PR_R8 + 7; f++) {
+        k = f <= PR_BP ? f + 1 : f;
+        if (f != PR_SP && m >= k) {
+            w[f] = PEBS_VAL(f - PR_AX);
+            known |= 1u << f;
+        }
+    }
+    /* before their MOVABS: what the enabling sequence left */
+    if (m < 3) {
+        w[PR_AX] = (u32)enable;
+        known |= 1u << PR_AX;
+    }
+    if (m < 5) {
+        w[PR_CX] = 0x38f;
+        known |= 1u << PR_CX;
+    }
+    if (m < 6) {
+        w[PR_DX] = 0;
+        known |= 1u << PR_DX;
+    }
+    if (m < 7) {
+        w[PR_SI] = enable;
+        known |= 1u << PR_SI;
+    }
+    if (m < 8) {
+        w[PR_DI] = rflags;
+        known |= 1u << PR_DI;
+    }
+    /* the disabling sequence */
+    if (m >= 22) {
+        w[PR_CX] = 0x38f;
+    }
+    if (m >= 23) {
+        w[PR_AX] = 0;
+    }
+    if (m >= 24) {
+        w[PR_DX] = 0;
+    }
+    /* POPFQ's value until the disabling XORs */
+    if (m >= 2 && m < 23) {
+        w[PR_FLAGS] = rflags;
+        known |= 1u << PR_FLAGS;
+    }
+    w[PR_SP] = m == 1 ? rsp - 8 : m >= 18 ? rsp - 0x88 : rsp;
+    return known;
+}
+
+static void pebs_clear(void)
+{
+    static const u64 none[4];
+
+    evtsel_write(none);
+    wrmsr(MSR_IA32_PERF_GLOBAL_CTRL, 0);
+    pebs_wrmsr(MSR_IA32_PEBS_ENABLE, 0);
+    wrmsr(MSR_IA32_PERF_GLOBAL_OVF_CTRL, PEBS_OVF_ALL);
+}
+
+/* PMC0 := -@n, counting @sel, alone with PEBS_ENABLE := @pebs */
+static void pebs_pmc0(u64 sel, u64 n, u64 pebs)
+{
+    pebs_clear();
+    wrmsr(MSR_IA32_PERFEVTSEL0, sel);
+    wrmsr(MSR_IA32_PMC0, -n);
+    pebs_wrmsr(MSR_IA32_PEBS_ENABLE, pebs);
+}
+
+static void pebs_pmi_arm(void)
+{
+    apic_write(APIC_LVTPC, PMI_VECTOR);
+    pmi_count = 0;
+    pmi_rip = 0;
+    pmi_status = ~0ull;
+    pmi_pmc0 = ~0ull;
+    pmi_ctrl = ~0ull;
+}
+
+static void test_pebs_msrs(void)
+{
+    static const u64 bad_en[] = {
+        1ull << 4, 1ull << 31, 1ull << 36, 1ull << 63, 0xf0ull,
+    };
+    static const u64 bad_lat[] = { 1ull << 16, 1ull << 31, 1ull << 32,
+                                   1ull << 63 };
+    u64 v = ~0ull, w = ~0ull;
+    unsigned i, vec, vec2;
+    bool ok;
+
+    vec = rdmsr_safe(MSR_IA32_PEBS_ENABLE, &v);
+    vec2 = rdmsr_safe(MSR_PEBS_LD_LAT, &w);
+    report(!vec && !vec2 && v == 0 && w == 0, "IA32_PEBS_ENABLE and "
+           "MSR_PEBS_LD_LAT_THRESHOLD after RESET - expect 0, 0 (got vector "
+           "%u, %lx; vector %u, %lx)", vec, (unsigned long)v, vec2,
+           (unsigned long)w);
+    vec = wrmsr_safe(MSR_IA32_PEBS_ENABLE, 0xf0000000full);
+    v = ~0ull;
+    rdmsr_safe(MSR_IA32_PEBS_ENABLE, &v);
+    report(!vec && v == 0xf0000000full, "IA32_PEBS_ENABLE := 0xf0000000f "
+           "(PEBS_EN_PMC0-3, LL_EN_PMC0-3) - expect kept (got vector %u, "
+           "%lx)", vec, (unsigned long)v);
+    vec = wrmsr_safe(MSR_IA32_PEBS_ENABLE, 0x200000004ull);
+    v = ~0ull;
+    rdmsr_safe(MSR_IA32_PEBS_ENABLE, &v);
+    report(!vec && v == 0x200000004ull, "IA32_PEBS_ENABLE := 0x200000004 "
+           "- expect kept (got vector %u, %lx)", vec, (unsigned long)v);
+    for (i = 0; i < ARRAY_SIZE(bad_en); i++) {
+        vec = wrmsr_safe(MSR_IA32_PEBS_ENABLE, bad_en[i] | 1);
+        v = ~0ull;
+        rdmsr_safe(MSR_IA32_PEBS_ENABLE, &v);
+        report(vec == GP_VECTOR && v == 0x200000004ull,
+               "IA32_PEBS_ENABLE := %lx (a reserved bit) - expect #GP, the "
+               "MSR unchanged, 0x200000004 (got vector %u, %lx)",
+               (unsigned long)(bad_en[i] | 1), vec, (unsigned long)v);
+    }
+    vec = wrmsr_safe(MSR_IA32_PEBS_ENABLE, 0);
+    v = ~0ull;
+    rdmsr_safe(MSR_IA32_PEBS_ENABLE, &v);
+    report(!vec && v == 0, "IA32_PEBS_ENABLE := 0 - expect 0 (got vector "
+           "%u, %lx)", vec, (unsigned long)v);
+
+    vec = wrmsr_safe(MSR_PEBS_LD_LAT, 0xffff);
+    v = ~0ull;
+    rdmsr_safe(MSR_PEBS_LD_LAT, &v);
+    report(!vec && v == 0xffff, "MSR_PEBS_LD_LAT_THRESHOLD := 0xffff - "
+           "expect kept (got vector %u, %lx)", vec, (unsigned long)v);
+    ok = true;
+    for (i = 0; i < ARRAY_SIZE(bad_lat); i++) {
+        vec = wrmsr_safe(MSR_PEBS_LD_LAT, bad_lat[i] | 0x1234);
+        v = ~0ull;
+        rdmsr_safe(MSR_PEBS_LD_LAT, &v);
+        ok &= vec == GP_VECTOR && v == 0xffff;
+        report(vec == GP_VECTOR && v == 0xffff, "MSR_PEBS_LD_LAT_THRESHOLD "
+               ":= %lx (a bit above 15) - expect #GP, the MSR unchanged "
+               "(got vector %u, %lx)", (unsigned long)(bad_lat[i] | 0x1234),
+               vec, (unsigned long)v);
+    }
+    vec = wrmsr_safe(MSR_PEBS_LD_LAT, 0);
+    v = ~0ull;
+    rdmsr_safe(MSR_PEBS_LD_LAT, &v);
+    report(!vec && v == 0, "MSR_PEBS_LD_LAT_THRESHOLD := 0 - expect 0 (got "
+           "vector %u, %lx)", vec, (unsigned long)v);
+}
+
+/* instructions at CPL 0: the record of pebs_regs_asm */
+static void test_pebs_insns(void)
+{
+    static const u64 reset[4] = { -1000ull, -2000ull, -3000ull, -4000ull };
+    /* PMC0 := -N: instruction N overflows it, N + 1 is the PEBS event */
+    static const unsigned ns[] = { 17, 1, 2, 5, 9, 20, 22, 23, 24 };
+    const u64 two = 2 * PEBS_RECORD, one = PEBS_RECORD;
+    const u64 r0 = reset[0] & PEBS_MASK48;
+    u64 want[PEBS_FIELDS], pmc0, st, v[4];
+    u32 known;
+    unsigned i, m, pmis;
+    u32 lvt;
+    char what[160];
+
+    enable_apic();
+    handle_irq(PMI_VECTOR, pmi_handler);
+
+    /*
+     * Room for 2 records, the threshold at 2: one record, no PMI (IF set
+     * by the POPFQ, the LVT entry unmasked).  PMC0 INST_RETIRED OS, no
+     * INT.
+     */
+    pmis = 0;
+    for (i = 0; i < ARRAY_SIZE(ns); i++) {
+        m = ns[i] + 1;
+        pebs_setup(two, two, reset);
+        pebs_pmc0(0x4200c0, ns[i], 1);
+        pebs_pmi_arm();
+        pebs_regs_asm(PEBS_RFLAGS_IF, 1);
+        asm volatile("cli");
+        pmis += pmi_count;
+        pmc0 = rdmsr(MSR_IA32_PMC0);
+        st = rdmsr(MSR_IA32_PERF_GLOBAL_STATUS);
+        known = pebs_regs_want(m, PEBS_RFLAGS_IF, 1, want);
+        want[PR_STATUS] = 1;
+        want[PR_DLA] = want[PR_DSE] = want[PR_LAT] = 0;
+        known |= 1u << PR_STATUS | 1u << PR_DLA | 1u << PR_DSE |
+                 1u << PR_LAT;
+        snprintf(what, sizeof(what), "INST_RETIRED, PMC0 := -%u, the PEBS "
+                 "event instruction %u of pebs_regs_asm", ns[i], m);
+        pebs_buf_report(what, 1);
+        pebs_rec_report(what, 0, want, known);
+        report(pmc0 == ((r0 + 25 - m) & PEBS_MASK48) && st == 0,
+               "PEBS: ... PMC0 reloaded with the reset value -1000 and the "
+               "%u instructions after, its GLOBAL_STATUS bit cleared - "
+               "expect PMC0 %lx, GLOBAL_STATUS 0 (got %lx, %lx)", 25 - m,
+               (unsigned long)((r0 + 25 - m) & PEBS_MASK48),
+               (unsigned long)pmc0, (unsigned long)st);
+    }
+    report(pmis == 0, "PEBS: those %u runs, index below the threshold, IF "
+           "set - expect no PMI (got %u)", (unsigned)ARRAY_SIZE(ns), pmis);
+
+    /* PMC2 the PEBS counter: its status bit, its reset value at +50H */
+    pebs_setup(two, two, reset);
+    pebs_clear();
+    wrmsr(MSR_IA32_PERFEVTSEL0 + 2, 0x4200c0);
+    wrmsr(MSR_IA32_PMC0 + 2, -17ull);
+    pebs_wrmsr(MSR_IA32_PEBS_ENABLE, 4);
+    pebs_regs_asm(PEBS_RFLAGS, 4);
+    v[2] = rdmsr(MSR_IA32_PMC0 + 2);
+    st = rdmsr(MSR_IA32_PERF_GLOBAL_STATUS);
+    known = pebs_regs_want(18, PEBS_RFLAGS, 4, want);
+    want[PR_STATUS] = 4;
+    known |= 1u << PR_STATUS;
+    pebs_buf_report("INST_RETIRED on PMC2, PMC2 := -17", 1);
+    pebs_rec_report("INST_RETIRED on PMC2, PMC2 := -17", 0, want, known);
+    report(v[2] == ((reset[2] + 7) & PEBS_MASK48) && st == 0,
+           "PEBS: ... PMC2 reloaded with its reset value -3000 and the 7 "
+           "instructions after, its bit cleared - expect %lx, GLOBAL_STATUS "
+           "0 (got %lx, %lx)", (unsigned long)((reset[2] + 7) & PEBS_MASK48),
+           (unsigned long)v[2], (unsigned long)st);
+
+    /*
+     * PMC1 (INST_RETIRED, INT, no PEBS) := -18 overflows at instruction
+     * 18, PMC0's PEBS event: its PMI at that boundary comes after the
+     * assist.  The record has both bits; the handler finds PMC1's alone.
+     */
+    pebs_setup(two, two, reset);
+    pebs_pmc0(0x4200c0, 17, 1);
+    wrmsr(MSR_IA32_PERFEVTSEL0 + 1, 0x5200c0);
+    wrmsr(MSR_IA32_PMC0 + 1, -18ull);
+    pebs_pmi_arm();
+    pebs_regs_asm(PEBS_RFLAGS_IF, 3);
+    asm volatile("cli");
+    known = pebs_regs_want(18, PEBS_RFLAGS_IF, 3, want);
+    want[PR_STATUS] = 3;
+    known |= 1u << PR_STATUS;
+    pebs_buf_report("PMC0 := -17 PEBS, PMC1 := -18 with INT", 1);
+    pebs_rec_report("PMC0 := -17 PEBS, PMC1 := -18 with INT: PMC1's "
+                    "overflow in the status", 0, want, known);
+    report(pmi_count == 1 && pmi_rip == pebs_r_tab[18] && pmi_status == 2,
+           "PEBS: ... PMC1's PMI at the PEBS event's boundary - expect one, "
+           "after the assist: RIP pebs_r19 %lx, GLOBAL_STATUS 2 (got %u, "
+           "RIP %lx, status %lx)", pebs_r_tab[18], pmi_count, pmi_rip,
+           (unsigned long)pmi_status);
+    pebs_clear();
+
+    /*
+     * The threshold at one record: the PMI right after the assist, at
+     * the record's RIP (pebs_r19), GLOBAL_STATUS only OvfBuffer: PMC0's
+     * bit cleared by the assist.  Then with FREEZE_PERFMON_ON_PMI: in the
+     * handler GLOBAL_CTRL 0 and PMC0 the reset value, nothing counted
+     * after the assist.
+     */
+    pebs_setup(two, one, reset);
+    pebs_pmc0(0x4200c0, 17, 1);
+    pebs_pmi_arm();
+    pebs_regs_asm(PEBS_RFLAGS_IF, 1);
+    asm volatile("cli");
+    lvt = apic_read(APIC_LVTPC);
+    pebs_buf_report("threshold at one record, PMC0 := -17", 1);
+    report(pmi_count == 1 && pmi_rip == pebs_r_tab[18] &&
+           pmi_status == PEBS_OVF_BUFFER && pmi_ctrl == 1,
+           "PEBS: ... the index reaches the threshold - expect one PMI at "
+           "the record's RIP pebs_r19 %lx, GLOBAL_STATUS bit 62 alone, "
+           "GLOBAL_CTRL 1 (got %u, RIP %lx, status %lx, GLOBAL_CTRL %lx)",
+           pebs_r_tab[18], pmi_count, pmi_rip, (unsigned long)pmi_status,
+           (unsigned long)pmi_ctrl);
+    report(lvt & APIC_LVT_MASKED, "PEBS: ... LVT performance counter entry "
+           "after the PMI - expect masked (got %x)", lvt);
+    st = rdmsr(MSR_IA32_PERF_GLOBAL_STATUS);
+    wrmsr(MSR_IA32_PERF_GLOBAL_OVF_CTRL, PEBS_OVF_BUFFER);
+    report(st == PEBS_OVF_BUFFER &&
+           rdmsr(MSR_IA32_PERF_GLOBAL_STATUS) == 0,
+           "PEBS: ... GLOBAL_STATUS after it - expect bit 62 alone, cleared "
+           "by OVF_CTRL bit 62 (got %lx, then %lx)", (unsigned long)st,
+           (unsigned long)rdmsr(MSR_IA32_PERF_GLOBAL_STATUS));
+
+    wrmsr(MSR_IA32_DEBUGCTL, PEBS_DEBUGCTL_FREEZE);
+    pebs_setup(two, one, reset);
+    pebs_pmc0(0x4200c0, 17, 1);
+    pebs_pmi_arm();
+    pebs_regs_asm(PEBS_RFLAGS_IF, 1);
+    asm volatile("cli");
+    wrmsr(MSR_IA32_DEBUGCTL, 0);
+    pmc0 = rdmsr(MSR_IA32_PMC0);
+    known = pebs_regs_want(18, PEBS_RFLAGS_IF, 1, want);
+    want[PR_STATUS] = 1;
+    known |= 1u << PR_STATUS;
+    pebs_buf_report("threshold at one record, FREEZE_PERFMON_ON_PMI", 1);
+    pebs_rec_report("threshold at one record, FREEZE_PERFMON_ON_PMI", 0,
+                    want, known);
+    report(pmi_count == 1 && pmi_rip == pebs_r_tab[18] &&
+           pmi_status == PEBS_OVF_BUFFER && pmi_ctrl == 0 &&
+           pmi_pmc0 == r0 && pmc0 == r0,
+           "PEBS: ... with FREEZE_PERFMON_ON_PMI - expect one PMI at %lx, "
+           "GLOBAL_STATUS bit 62, GLOBAL_CTRL 0, PMC0 the reset value %lx "
+           "in the handler and after (got %u, RIP %lx, status %lx, "
+           "GLOBAL_CTRL %lx, PMC0 %lx and %lx)", pebs_r_tab[18],
+           (unsigned long)r0, pmi_count, pmi_rip, (unsigned long)pmi_status,
+           (unsigned long)pmi_ctrl, (unsigned long)pmi_pmc0,
+           (unsigned long)pmc0);
+    wrmsr(MSR_IA32_PERF_GLOBAL_OVF_CTRL, PEBS_OVF_ALL);
+
+    /*
+     * Buffer full: the maximum 0AFH past the index.  Instruction 18 is
+     * the PEBS event but nothing is written, PMC0 keeps counting from 0
+     * (overflowed at instruction 17) to 8, its bit stays, no PMI though
+     * the index is at the threshold.
+     */
+    pebs_setup(PEBS_RECORD - 1, 0, reset);
+    pebs_pmc0(0x4200c0, 17, 1);
+    pebs_pmi_arm();
+    pebs_regs_asm(PEBS_RFLAGS_IF, 1);
+    asm volatile("cli");
+    pmc0 = rdmsr(MSR_IA32_PMC0);
+    st = rdmsr(MSR_IA32_PERF_GLOBAL_STATUS);
+    pebs_buf_report("the maximum 0AFH past the index (no room), PMC0 := -17",
+                    0);
+    report(pmc0 == 8 && st == 1 && pmi_count == 0,
+           "PEBS: ... no record - expect PMC0 not reloaded, 8, GLOBAL_STATUS "
+           "bit 0 kept, no PMI (got PMC0 %lx, status %lx, %u PMIs)",
+           (unsigned long)pmc0, (unsigned long)st, pmi_count);
+    /* exactly room for one: the maximum 0B0H past the index */
+    pebs_setup(PEBS_RECORD, 2 * PEBS_RECORD, reset);
+    pebs_pmc0(0x4200c0, 17, 1);
+    pebs_regs_asm(PEBS_RFLAGS, 1);
+    pmc0 = rdmsr(MSR_IA32_PMC0);
+    known = pebs_regs_want(18, PEBS_RFLAGS, 1, want);
+    want[PR_STATUS] = 1;
+    known |= 1u << PR_STATUS;
+    pebs_buf_report("the maximum 0B0H past the index (a later overflow "
+                    "arms PEBS again)", 1);
+    pebs_rec_report("the maximum 0B0H past the index", 0, want, known);
+    report(pmc0 == ((r0 + 7) & PEBS_MASK48), "PEBS: ... PMC0 reloaded - "
+           "expect %lx (got %lx)", (unsigned long)((r0 + 7) & PEBS_MASK48),
+           (unsigned long)pmc0);
+
+    /* the buffer, then the DS area, where nothing is mapped */
+    pebs_setup(2 * PEBS_RECORD, 2 * PEBS_RECORD, reset);
+    pebs_ds[4] = pebs_ds[5] = PEBS_UNMAPPED;
+    pebs_ds[6] = pebs_ds[7] = PEBS_UNMAPPED + 2 * PEBS_RECORD;
+    pebs_pmc0(0x4200c0, 17, 1);
+    pebs_regs_asm(PEBS_RFLAGS, 1);
+    pmc0 = rdmsr(MSR_IA32_PMC0);
+    st = rdmsr(MSR_IA32_PERF_GLOBAL_STATUS);
+    report(pebs_ds[5] == PEBS_UNMAPPED && pmc0 == 8 && st == 1,
+           "PEBS: the buffer at %lx, not mapped - expect no record, the "
+           "index kept, PMC0 not reloaded, 8, GLOBAL_STATUS bit 0 kept (got "
+           "index %lx, PMC0 %lx, status %lx)", (unsigned long)PEBS_UNMAPPED,
+           (unsigned long)pebs_ds[5], (unsigned long)pmc0, (unsigned long)st);
+    pebs_setup(2 * PEBS_RECORD, 2 * PEBS_RECORD, reset);
+    wrmsr(MSR_IA32_DS_AREA, PEBS_UNMAPPED);
+    pebs_pmc0(0x4200c0, 17, 1);
+    pebs_regs_asm(PEBS_RFLAGS, 1);
+    pmc0 = rdmsr(MSR_IA32_PMC0);
+    st = rdmsr(MSR_IA32_PERF_GLOBAL_STATUS);
+    report(pmc0 == 8 && st == 1, "PEBS: IA32_DS_AREA %lx, not mapped - "
+           "expect no record, PMC0 not reloaded, 8, GLOBAL_STATUS bit 0 "
+           "kept (got PMC0 %lx, status %lx)", (unsigned long)PEBS_UNMAPPED,
+           (unsigned long)pmc0, (unsigned long)st);
+
+    /*
+     * Which counters the assist reloads.  PMC0 INST_RETIRED PEBS := -17;
+     * PMC1 INST_RETIRED without PEBS_EN := -2 (overflows at instruction
+     * 2); PMC2 core cycles (3CH, not a precise event) with PEBS_EN := -3
+     * (one cycle an instruction here: overflows at 3); PMC3 BR_INST_RETIRED
+     * with PEBS_EN, overflowed (armed, its bit set) by counted_loop's JNZ
+     * before, and no branch since.  The record at instruction 18 has
+     * status 0xf; PMC0 and PMC3 are reloaded and their bits cleared, PMC1
+     * and PMC2 count on and keep theirs.
+     */
+    pebs_clear();
+    pebs_setup(2 * PEBS_RECORD, 2 * PEBS_RECORD, reset);
+    wrmsr(MSR_IA32_PERFEVTSEL0 + 3, 0x4200c4);
+    wrmsr(MSR_IA32_PMC0 + 3, -1ull);
+    pebs_wrmsr(MSR_IA32_PEBS_ENABLE, 0xd);
+    counted_loop(8, 1);
+    st = rdmsr(MSR_IA32_PERF_GLOBAL_STATUS);
+    wrmsr(MSR_IA32_PERFEVTSEL0, 0x4200c0);
+    wrmsr(MSR_IA32_PERFEVTSEL0 + 1, 0x4200c0);
+    wrmsr(MSR_IA32_PERFEVTSEL0 + 2, 0x42003c);
+    wrmsr(MSR_IA32_PMC0, -17ull);
+    wrmsr(MSR_IA32_PMC0 + 1, -2ull);
+    wrmsr(MSR_IA32_PMC0 + 2, -3ull);
+    pebs_regs_asm(PEBS_RFLAGS, 0xf);
+    pmc_read(v);
+    known = pebs_regs_want(18, PEBS_RFLAGS, 0xf, want);
+    want[PR_STATUS] = 0xf;
+    known |= 1u << PR_STATUS;
+    pebs_buf_report("PMC0 PEBS, PMC1 without PEBS_EN, PMC2 cycles, PMC3 "
+                    "branches armed", 1);
+    pebs_rec_report("PMC0 PEBS, PMC1 without PEBS_EN, PMC2 cycles, PMC3 "
+                    "branches armed", 0, want, known);
+    pmc0 = rdmsr(MSR_IA32_PERF_GLOBAL_STATUS);
+    report(st == 8 && v[0] == ((r0 + 7) & PEBS_MASK48) && v[1] == 23 &&
+           v[2] == 22 && v[3] == (reset[3] & PEBS_MASK48) && pmc0 == 6,
+           "PEBS: ... GLOBAL_STATUS before: PMC3's bit - expect 8 (got %lx); "
+           "PMC0-3 after: PMC0 and PMC3 reloaded, PMC1 and PMC2 counting on "
+           "- expect %lx, 23, 22, %lx, GLOBAL_STATUS 6: PMC1's and PMC2's "
+           "bits (got %lx, %lu, %lu, %lx, %lx)",
+           (unsigned long)st, (unsigned long)((r0 + 7) & PEBS_MASK48),
+           (unsigned long)(reset[3] & PEBS_MASK48), (unsigned long)v[0],
+           (unsigned long)v[1], (unsigned long)v[2], (unsigned long)v[3],
+           (unsigned long)pmc0);
+    pebs_clear();
+    wrmsr(MSR_IA32_DEBUGCTL, 0);
+}
+
+/*
+ * Several records: reset value -6, PMC0 := -6, pebs_loop_asm with n =
+ * 11 (39 counted instructions): records at instructions 7, 14, 21, 28
+ * and 35 (the last JNZ, not taken); 4 instructions after it, PMC0 ends
+ * at 2^48 - 2.
+ */
+static void pebs_loop_want(u64 t, u64 n, u64 *w)
+{
+    unsigned long rip;
+
+    switch (t % 3) {
+    case 0:
+        rip = (unsigned long)pebs_ld;
+        break;
+    case 1:
+        rip = (unsigned long)pebs_lj;
+        break;
+    default:
+        rip = n - (t - 1) / 3 ? (unsigned long)pebs_li :
+                                (unsigned long)pebs_le;
+    }
+    w[PR_IP] = rip;
+    w[PR_AX] = t / 3;
+    w[PR_BX] = n - (t - 1) / 3;
+    w[PR_STATUS] = 1;
+}
+
+/* Records 0 to @count - 1 of the loop of @n iterations: every 7th insn */
+static void pebs_loop_records(const char *what, unsigned n, unsigned count,
+                              u32 known)
+{
+    u64 want[PEBS_FIELDS];
+    char buf[120];
+    unsigned j;
+
+    for (j = 0; j < count; j++) {
+        pebs_loop_want(7 * (j + 1), n, want);
+        snprintf(buf, sizeof(buf), "%s, record %u at instruction %u", what,
+                 j, 7 * (j + 1));
+        pebs_rec_report(buf, j, want, known);
+    }
+}
+
+static void test_pebs_loop(void)
+{
+    const u64 n = 11, k = 6;
+    const u64 reset[4] = { -k, -1000ull, -1000ull, -1000ull };
+    const u32 known = 1u << PR_IP | 1u << PR_AX | 1u << PR_BX |
+                      1u << PR_STATUS;
+    u64 want[PEBS_FIELDS], pmc0, st;
+
+    pebs_setup(PEBS_SLOTS * PEBS_RECORD, PEBS_SLOTS * PEBS_RECORD, reset);
+    pebs_pmc0(0x4200c0, k, 1);
+    pebs_loop_asm(1, n);
+    pmc0 = rdmsr(MSR_IA32_PMC0);
+    st = rdmsr(MSR_IA32_PERF_GLOBAL_STATUS);
+    pebs_buf_report("reset value -6, 11 iterations of INC/DEC/JNZ: every "
+                    "7th instruction", 5);
+    pebs_loop_records("reset value -6", n, 5, known);
+    report(pmc0 == PEBS_MASK48 - 1 && st == 0, "PEBS: ... PMC0 -6 + the 4 "
+           "instructions after the last record - expect %lx, GLOBAL_STATUS "
+           "0 (got %lx, %lx)", (unsigned long)(PEBS_MASK48 - 1),
+           (unsigned long)pmc0, (unsigned long)st);
+
+    /*
+     * The threshold at 3 records, FREEZE_PERFMON_ON_PMI, interrupts on:
+     * the PMI after the 3rd record (instruction 21, an INC: at pebs_ld),
+     * nothing counted after it
+     */
+    wrmsr(MSR_IA32_DEBUGCTL, PEBS_DEBUGCTL_FREEZE);
+    pebs_setup(PEBS_SLOTS * PEBS_RECORD, 3 * PEBS_RECORD, reset);
+    pebs_pmc0(0x4200c0, k, 1);
+    pebs_pmi_arm();
+    sti();
+    pebs_loop_asm(1, n);
+    asm volatile("cli");
+    wrmsr(MSR_IA32_DEBUGCTL, 0);
+    pmc0 = rdmsr(MSR_IA32_PMC0);
+    pebs_buf_report("reset value -6, the threshold at 3 records, "
+                    "FREEZE_PERFMON_ON_PMI", 3);
+    pebs_loop_records("threshold at 3", n, 3, known);
+    report(pmi_count == 1 && pmi_rip == (unsigned long)pebs_ld &&
+           pmi_status == PEBS_OVF_BUFFER && pmi_ctrl == 0 &&
+           pmi_pmc0 == PEBS_MASK48 - 5 && pmc0 == PEBS_MASK48 - 5,
+           "PEBS: ... one PMI after the 3rd record, at pebs_ld %lx, "
+           "GLOBAL_STATUS bit 62, GLOBAL_CTRL 0, PMC0 the reset value %lx "
+           "in the handler and after (got %u, RIP %lx, status %lx, "
+           "GLOBAL_CTRL %lx, PMC0 %lx, %lx)", (unsigned long)pebs_ld,
+           (unsigned long)(PEBS_MASK48 - 5), pmi_count, pmi_rip,
+           (unsigned long)pmi_status, (unsigned long)pmi_ctrl,
+           (unsigned long)pmi_pmc0, (unsigned long)pmc0);
+
+    /*
+     * BR_MISP_RETIRED (C5H 00H), the predictor model
+     * (docs/branch-predictor.md) trained only while a counter counts
+     * mispredictions: 11 iterations leave the JNZ's counter at 2 from
+     * any value (10 taken saturate it at 3, the exit takes it to 2); one
+     * iteration (not taken at 2: mispredicted) takes it to 1.  Then 11
+     * iterations: the 1st JNZ (instruction 5, taken at 1) and the exit
+     * (instruction 35, not taken at 3) are mispredicted: with PMC0 := -1
+     * the first overflows it and the exit is the PEBS event, the record
+     * at its fall-through pebs_le, RAX 11, RBX 0.
+     */
+    pebs_clear();
+    wrmsr(MSR_IA32_PERFEVTSEL0, 0x4200c5);
+    wrmsr(MSR_IA32_PMC0, 0);
+    pebs_loop_asm(1, n);
+    wrmsr(MSR_IA32_PMC0, 0);
+    pebs_loop_asm(1, 1);
+    pmc0 = rdmsr(MSR_IA32_PMC0);
+    report(pmc0 == 1, "BR_MISP_RETIRED: one iteration of the trained loop "
+           "- expect 1, the exit (got %lu)", (unsigned long)pmc0);
+    pebs_setup(PEBS_SLOTS * PEBS_RECORD, PEBS_SLOTS * PEBS_RECORD, reset);
+    pebs_pmc0(0x4200c5, 1, 1);
+    pebs_loop_asm(1, n);
+    pmc0 = rdmsr(MSR_IA32_PMC0);
+    pebs_loop_want(35, n, want);
+    pebs_buf_report("BR_MISP_RETIRED, PMC0 := -1, 11 iterations from "
+                    "counter 1: the exit JNZ", 1);
+    pebs_rec_report("BR_MISP_RETIRED, the mispredicted exit JNZ", 0, want,
+                    known);
+    report(pmc0 == PEBS_MASK48 - 5, "PEBS: ... PMC0 the reset value -6, "
+           "no misprediction after - expect %lx (got %lx)",
+           (unsigned long)(PEBS_MASK48 - 5), (unsigned long)pmc0);
+    pebs_clear();
+}
+
+/* branches: BR_INST_RETIRED (C4H 00H), the record at the branch's target */
+static void test_pebs_branches(void)
+{
+    static const u64 reset[4] = { -1000ull, 0, 0, 0 };
+    const u64 r0 = reset[0] & PEBS_MASK48;
+    static const char *const kind[5] = {
+        "JE taken", "JNE not taken", "CALL", "RET", "JMP *%rsi",
+    };
+    u64 want[PEBS_FIELDS], pmc0;
+    unsigned n;
+    char what[120];
+
+    for (n = 1; n <= 5; n++) {
+        pebs_setup(2 * PEBS_RECORD, 2 * PEBS_RECORD, reset);
+        pebs_pmc0(0x4200c4, n, 1);
+        pebs_br_asm(1);
+        pmc0 = rdmsr(MSR_IA32_PMC0);
+        want[PR_IP] = pebs_b_tab[n];
+        want[PR_SP] = pebs_saved_rsp - (n + 1 == 4 ? 8 : 0);
+        want[PR_SI] = (u64)pebs_b_tab[5];
+        want[PR_STATUS] = 1;
+        snprintf(what, sizeof(what), "BR_INST_RETIRED, PMC0 := -%u: branch "
+                 "%u, the %s", n, n + 1, kind[n - 1]);
+        pebs_buf_report(what, 1);
+        pebs_rec_report(what, 0, want, 1u << PR_IP | 1u << PR_SP |
+                        1u << PR_SI | 1u << PR_STATUS);
+        report(pmc0 == r0 + 5 - n, "PEBS: ... PMC0 the reset value and "
+               "the %u branches after - expect %lx (got %lx)", 5 - n,
+               (unsigned long)(r0 + 5 - n), (unsigned long)pmc0);
+    }
+
+    /*
+     * The threshold at one record, FREEZE_PERFMON_ON_PMI: the PMI at the
+     * record's RIP, the CALL's target pebs_bf
+     */
+    wrmsr(MSR_IA32_DEBUGCTL, PEBS_DEBUGCTL_FREEZE);
+    pebs_setup(2 * PEBS_RECORD, PEBS_RECORD, reset);
+    pebs_pmc0(0x4200c4, 3, 1);
+    pebs_pmi_arm();
+    sti();
+    pebs_br_asm(1);
+    asm volatile("cli");
+    wrmsr(MSR_IA32_DEBUGCTL, 0);
+    pebs_buf_report("BR_INST_RETIRED, PMC0 := -3, the threshold at one "
+                    "record", 1);
+    report(pmi_count == 1 && pmi_rip == pebs_b_tab[3] &&
+           pebs_buf[0].q[PR_IP] == pebs_b_tab[3] &&
+           pmi_status == PEBS_OVF_BUFFER && pmi_pmc0 == r0,
+           "PEBS: ... one PMI, at the record's RIP, the CALL's target "
+           "pebs_bf %lx, GLOBAL_STATUS bit 62, PMC0 the reset value (got "
+           "%u, RIP %lx, record's RIP %lx, status %lx, PMC0 %lx)",
+           pebs_b_tab[3], pmi_count, pmi_rip,
+           (unsigned long)pebs_buf[0].q[PR_IP], (unsigned long)pmi_status,
+           (unsigned long)pmi_pmc0);
+    pebs_clear();
+}
+
+/* INST_RETIRED USR: the record of a PEBS event at CPL 3 */
+static void test_pebs_user(void)
+{
+    static const u64 reset[4] = { -1000ull, 0, 0, 0 };
+    const u64 r0 = reset[0] & PEBS_MASK48;
+    u64 want[PEBS_FIELDS], pmc0;
+    const u64 *got = pebs_buf[0].q;
+    int ret;
+
+    pebs_setup(2 * PEBS_RECORD, 2 * PEBS_RECORD, reset);
+    pebs_pmc0(0x4100c0, 5, 1);
+    wrmsr(MSR_IA32_PERF_GLOBAL_CTRL, 1);
+    ret = run_in_user(pebs_user_fn, NULL);
+    wrmsr(MSR_IA32_PERF_GLOBAL_CTRL, 0);
+    pmc0 = rdmsr(MSR_IA32_PMC0);
+    want[PR_FLAGS] = 2;
+    want[PR_IP] = (unsigned long)pebs_u7;
+    want[PR_BX] = PEBS_VAL(1);
+    want[PR_SP] = got[PR_AX] - 0x18;
+    want[PR_STATUS] = 1;
+    pebs_buf_report("INST_RETIRED USR, PMC0 := -5: CPL 3 instruction 6, "
+                    "the MOVABS at pebs_u6", 1);
+    pebs_rec_report("INST_RETIRED USR at CPL 3 (RSP: RAX, the RSP of "
+                    "instruction 4, less 18H)", 0, want,
+                    1u << PR_FLAGS | 1u << PR_IP | 1u << PR_BX |
+                    1u << PR_SP | 1u << PR_STATUS);
+    report(!ret && pmc0 == r0 + 3, "PEBS: ... PMC0 the reset value and "
+           "the 3 CPL 3 instructions after - expect %lx (got %lx, "
+           "run_in_user %d)", (unsigned long)(r0 + 3), (unsigned long)pmc0,
+           ret);
+    pebs_clear();
+}
+
+/* what pebs_ll_asm loads: values of their own at each of its addresses */
+static u8 *pebs_ll_buf(void)
+{
+    u8 *a = cache_buf;
+    unsigned k;
+
+    *(u64 *)(a + 0x18) = 0x11a0000000000018ull;
+    *(u64 *)(a + 0x20) = 0x11a0000000000020ull;
+    for (k = 1; k <= 8; k++) {
+        *(u64 *)(a + k * 0x1000) = 0x11a0000000000000ull | k << 12;
+        *(u64 *)(a + k * 0x8000) = 0x11a0000000000000ull | k << 15;
+    }
+    return a;
+}
+
+/*
+ * One run of pebs_ll_asm with @stride, PMC0 := -@n counting @sel and
+ * PEBS_ENABLE := @pebs (if @write_pmc0), the threshold @thr, PMC1 := 0
+ * counting @sel1: expect a record at instruction @m (0: none), with the
+ * load at @dla (source @dse, latency @lat), register @reg (the one
+ * instruction @m or before loaded from @dla) holding what is there
+ */
+static void pebs_ll_run(const char *what, u64 stride, u64 sel, u64 n,
+                        u64 pebs, u64 thr, u64 sel1, unsigned m,
+                        unsigned reg, u64 dla, u64 dse, u64 lat,
+                        bool write_pmc0)
+{
+    static const u64 reset[4] = { -1000ull, 0, 0, 0 };
+    u8 *a = pebs_ll_buf();
+    u64 want[PEBS_FIELDS];
+
+    pebs_setup(2 * PEBS_RECORD, 2 * PEBS_RECORD, reset);
+    /* else PMC0, its control and PEBS_ENABLE as the run before left them */
+    if (write_pmc0) {
+        pebs_pmc0(sel, n, pebs);
+    }
+    wrmsr(MSR_IA32_PERFEVTSEL0 + 1, sel1);
+    wrmsr(MSR_IA32_PMC0 + 1, 0);
+    pebs_wrmsr(MSR_PEBS_LD_LAT, thr);
+    pebs_ll_asm(sel1 ? 3 : 1, a, stride);
+    pebs_buf_report(what, !!m);
+    if (!m) {
+        return;
+    }
+    want[PR_IP] = pebs_ll_tab[m];
+    want[PR_SI] = (u64)a;
+    want[PR_SP] = pebs_saved_rsp;
+    want[reg] = *(u64 *)(dla & ~7ull);
+    want[PR_STATUS] = 1;
+    want[PR_DLA] = dla;
+    want[PR_DSE] = dse;
+    want[PR_LAT] = lat;
+    pebs_rec_report(what, 0, want, 1u << PR_IP | 1u << PR_SI |
+                    1u << PR_SP | 1u << reg | 1u << PR_STATUS |
+                    1u << PR_DLA | 1u << PR_DSE | 1u << PR_LAT);
+}
+
+static void test_pebs_load_latency(void)
+{
+    /* PMC0 load latency; PMC1-3 L1D_HIT, L2_HIT or L3_UNSHARED_HIT, L3_MISS */
+    static const struct {
+        u64 stride, sel2, thr, want;
+        const char *what;
+    } thr[] = {
+        { 0x1000, 0x4202cb, 0, 11, "L2_HIT" },
+        { 0x1000, 0x4202cb, 3, 11, "L2_HIT" },
+        { 0x1000, 0x4202cb, 4, 10, "L2_HIT" },
+        { 0x1000, 0x4202cb, 9, 10, "L2_HIT" },
+        { 0x1000, 0x4202cb, 10, 9, "L2_HIT" },
+        { 0x1000, 0x4202cb, 199, 9, "L2_HIT" },
+        { 0x1000, 0x4202cb, 200, 0, "L2_HIT" },
+        { 0x1000, 0x4202cb, 0xffff, 0, "L2_HIT" },
+        { 0x8000, 0x4204cb, 9, 10, "L3_UNSHARED_HIT" },
+        { 0x8000, 0x4204cb, 39, 10, "L3_UNSHARED_HIT" },
+        { 0x8000, 0x4204cb, 40, 9, "L3_UNSHARED_HIT" },
+    };
+    const u64 ll0 = 0x100000001ull;
+    u8 *a = pebs_ll_buf();
+    const u64 b = (u64)a;
+    u64 v[4], st, pmc0;
+    unsigned i;
+
+    pebs_clear();
+    for (i = 0; i < ARRAY_SIZE(thr); i++) {
+        const u64 sel[4] = { 0x42100b, 0x4201cb, thr[i].sel2, 0x4210cb };
+
+        evtsel_write(sel);
+        pmu_zero();
+        pebs_wrmsr(MSR_IA32_PEBS_ENABLE, ll0);
+        pebs_wrmsr(MSR_PEBS_LD_LAT, thr[i].thr);
+        pebs_ll_asm(0xf, a, thr[i].stride);
+        pmc_read(v);
+        report(v[0] == thr[i].want && v[1] == 1 && v[2] == 1 && v[3] == 9,
+               "load latency (0BH 10H) above %lu cycles over 9 loads from "
+               "DRAM (200), one from %s (%u), one from L1 (4) - expect %lu; "
+               "L1D_HIT, %s, L3_MISS 1, 1, 9 (got %lu; %lu, %lu, %lu)",
+               (unsigned long)thr[i].thr,
+               thr[i].stride == 0x1000 ? "L2" : "L3",
+               thr[i].stride == 0x1000 ? 10 : 40,
+               (unsigned long)thr[i].want, thr[i].what,
+               (unsigned long)v[0], (unsigned long)v[1], (unsigned long)v[2],
+               (unsigned long)v[3]);
+    }
+    pebs_clear();
+
+    /* PEBS on the load latency counter: the record of its PEBS load */
+    pebs_ll_run("load latency above 9, PMC0 := -1: the 2nd load (DRAM)",
+                0x1000, 0x42100b, 1, ll0, 9, 0, 2, PR_BX, b + 0x1000, 0x0c,
+                200, true);
+    pebs_ll_run("load latency above 9, PMC0 := -9: the 10th load (L2)",
+                0x1000, 0x42100b, 9, ll0, 9, 0, 10, PR_CX, b + 0x18, 0x03, 10,
+                true);
+    pebs_ll_run("load latency above 9, stride 32 KiB, PMC0 := -9: the 10th "
+                "load (L3)", 0x8000, 0x42100b, 9, ll0, 9, 0, 10, PR_CX,
+                b + 0x18, 0x04, 40, true);
+    pebs_ll_run("load latency above 3, PMC0 := -10: the 11th load (L1)",
+                0x1000, 0x42100b, 10, ll0, 3, 0, 11, PR_DX, b + 0x20, 0x01, 4,
+                true);
+    /*
+     * Above 10: the L2 and L1 loads do not count; the 9th overflows PMC0
+     * (to 0) and no PEBS event follows: no record, PMC0 armed, its bit
+     * set.  In the next run (PMC0, its control and PEBS_ENABLE not
+     * written) the first load is its PEBS event.
+     */
+    pebs_ll_run("load latency above 10, PMC0 := -9: 9 loads count, no "
+                "record", 0x1000, 0x42100b, 9, ll0, 10, 0, 0, 0, 0, 0, 0,
+                true);
+    pmc0 = rdmsr(MSR_IA32_PMC0);
+    st = rdmsr(MSR_IA32_PERF_GLOBAL_STATUS);
+    report(pmc0 == 0 && st == 1, "PEBS: ... PMC0 overflowed to 0, "
+           "GLOBAL_STATUS bit 0 set - expect 0, 1 (got %lx, %lx)",
+           (unsigned long)pmc0, (unsigned long)st);
+    pebs_ll_run("... then again, PMC0 armed: the 1st load (DRAM) its PEBS "
+                "event", 0x1000, 0x42100b, 0, ll0, 10, 0, 1, PR_AX, b + 0x18,
+                0x0c, 200, false);
+    pmc0 = rdmsr(MSR_IA32_PMC0);
+    st = rdmsr(MSR_IA32_PERF_GLOBAL_STATUS);
+    report(pmc0 == ((-1000ull + 8) & PEBS_MASK48) && st == 0,
+           "PEBS: ... PMC0 the reset value and the 8 loads after, "
+           "GLOBAL_STATUS 0 - expect %lx, 0 (got %lx, %lx)",
+           (unsigned long)((-1000ull + 8) & PEBS_MASK48),
+           (unsigned long)pmc0, (unsigned long)st);
+
+    /*
+     * PEBS on instructions (PMC0), load latency on PMC1 with LL_EN_PMC1:
+     * the record has PMC1's last load, up to and with the PEBS event
+     * instruction's own
+     */
+    pebs_ll_run("INST_RETIRED PEBS, PMC1 load latency above 9 with LL_EN: "
+                "the NOP after the L1 load - its last load the L2 one",
+                0x1000, 0x4200c0, 11, 0x200000001ull, 9, 0x42100b, 12, PR_CX,
+                b + 0x18, 0x03, 10, true);
+    v[1] = rdmsr(MSR_IA32_PMC0 + 1);
+    report(v[1] == 10, "PEBS: ... PMC1 - expect 10 loads above 9 (got %lu)",
+           (unsigned long)v[1]);
+    pebs_ll_run("INST_RETIRED PEBS, PMC1 load latency above 9 with LL_EN: "
+                "the 9th load's instruction (DRAM), its own load", 0x1000,
+                0x4200c0, 8, 0x200000001ull, 9, 0x42100b, 9, PR_BX,
+                b + 0x8000, 0x0c, 200, true);
+    /*
+     * LL_EN_PMC1 clear: PMC1 counts the L1 load (above 3), but the record
+     * has the last load a counter with LL_EN counted: the L2 load at
+     * instruction 10 of the run before
+     */
+    pebs_ll_run("INST_RETIRED PEBS, PMC1 load latency above 3 without "
+                "LL_EN: the last LL_EN load before", 0x1000, 0x4200c0, 11, 1,
+                3, 0x42100b, 12, PR_CX, b + 0x18, 0x03, 10, true);
+    v[1] = rdmsr(MSR_IA32_PMC0 + 1);
+    report(v[1] == 11, "PEBS: ... PMC1 - expect 11 loads above 3 (got %lu)",
+           (unsigned long)v[1]);
+
+    /*
+     * Two events in one instruction: CMPSQ's two loads, both from L1.
+     * Load latency above 3 with PMC0 := -2 (the MOV's load from DRAM, 1;
+     * CMPSQ's first load, 2, overflows it): the second load of the CMPSQ
+     * is the PEBS event, the record after it, at pebs_c3; L1D_HIT with
+     * PMC0 := -1 the same.
+     */
+    pebs_clear();
+    wrmsr(MSR_IA32_PERFEVTSEL0, 0x42100b);
+    pebs_wrmsr(MSR_IA32_PEBS_ENABLE, ll0);
+    pebs_wrmsr(MSR_PEBS_LD_LAT, 3);
+    wrmsr(MSR_IA32_PERFEVTSEL0 + 1, 0x4201cb);
+    pmu_zero();
+    pebs_cmps_asm(3, a);
+    pmc_read(v);
+    report(v[0] == 3 && v[1] == 2, "MOV from DRAM, CMPSQ of two L1 loads: "
+           "load latency above 3, L1D_HIT - expect 3, 2 (got %lu, %lu)",
+           (unsigned long)v[0], (unsigned long)v[1]);
+    for (i = 0; i < 2; i++) {
+        static const u64 reset[4] = { -1000ull, 0, 0, 0 };
+        u64 want[PEBS_FIELDS];
+        u32 known = 1u << PR_IP | 1u << PR_SI | 1u << PR_DI | 1u << PR_SP |
+                    1u << PR_STATUS;
+
+        pebs_setup(2 * PEBS_RECORD, 2 * PEBS_RECORD, reset);
+        pebs_pmc0(i ? 0x4201cb : 0x42100b, i ? 1 : 2, i ? 1 : ll0);
+        pebs_wrmsr(MSR_PEBS_LD_LAT, 3);
+        pebs_cmps_asm(1, a);
+        pmc0 = rdmsr(MSR_IA32_PMC0);
+        want[PR_IP] = (unsigned long)pebs_c3;
+        want[PR_SI] = want[PR_DI] = b + 0x20;
+        want[PR_SP] = pebs_saved_rsp;
+        want[PR_STATUS] = 1;
+        if (!i) {
+            want[PR_DLA] = b + 0x18;
+            want[PR_DSE] = 0x01;
+            want[PR_LAT] = 4;
+            known |= 1u << PR_DLA | 1u << PR_DSE | 1u << PR_LAT;
+        }
+        pebs_buf_report(i ? "L1D_HIT, PMC0 := -1: CMPSQ's 2nd load" :
+                        "load latency above 3, PMC0 := -2: CMPSQ's 2nd load",
+                        1);
+        pebs_rec_report(i ? "L1D_HIT, CMPSQ's 2nd load" :
+                        "load latency above 3, CMPSQ's 2nd load (L1)", 0,
+                        want, known);
+        report(pmc0 == (reset[0] & PEBS_MASK48), "PEBS: ... PMC0 the reset "
+               "value, no load after - expect %lx (got %lx)",
+               (unsigned long)(reset[0] & PEBS_MASK48), (unsigned long)pmc0);
+    }
+
+    /*
+     * MEM_INST_RETIRED.LOADS (0BH 01H), PMC0 := -9: the 10th load
+     * instruction.  No counter has LL_EN: the load latency fields are
+     * still those of the last load one counted, the CMPSQ's second (L1).
+     */
+    pebs_ll_run("MEM_INST_RETIRED.LOADS, PMC0 := -9: the 10th load "
+                "instruction, the fields of the CMPSQ's load before",
+                0x1000, 0x42010b, 9, 1, 0, 0, 10, PR_CX, b + 0x18, 0x01, 4,
+                true);
+    pebs_wrmsr(MSR_PEBS_LD_LAT, 0);
+    pebs_clear();
+}
+
+static void test_pebs(void)
+{
+    pebs_msr_faults = 0;
+    test_pebs_msrs();
+    test_pebs_insns();
+    test_pebs_loop();
+    test_pebs_branches();
+    test_pebs_user();
+    test_pebs_load_latency();
+    report(pebs_msr_faults == 0, "PEBS: every WRMSR of IA32_PEBS_ENABLE and "
+           "MSR_PEBS_LD_LAT_THRESHOLD with a valid value - expect no #GP "
+           "(got %u)", pebs_msr_faults);
+    pebs_clear();
+    wrmsr(MSR_IA32_DS_AREA, 0);
+    apic_write(APIC_LVTPC, PMI_VECTOR | APIC_LVT_MASKED);
+    handle_irq(PMI_VECTOR, NULL);
+}
+
 int pmu_cost_main(void)
 {
     report_prefix_push("pmu-cost");
@@ -2886,6 +4221,7 @@ int pmu_main(bool pmu)
         test_btf();
         test_lbr();
         test_bts();
+        test_pebs();
     } else {
         test_no_pmu();
     }
