@@ -338,7 +338,7 @@ for b in $boots; do
     dmesg=$(sed -n 's/^@@dmesg //p' <<<"$ev")
     # the line's text, after its priority and, in Debian's kernel
     # (PRINTK_TIME), its time stamp
-    line="Performance Events: Nehalem events, 16-deep LBR, Intel PMU driver."
+    line="Performance Events: PEBS fmt1+, Nehalem events, 16-deep LBR, Intel PMU driver."
     check "$(result grep -qxF "$line" < <(sed 's/^<[0-9]*>\(\[ *[0-9.]*\] \)\{0,1\}//' <<<"$dmesg"))" \
         "$tag: kernel log says \"$line\""
     bad=$(bad_kernel_lines "$dmesg")

@@ -243,7 +243,7 @@ for cpu in Nehalem,pmu=on Nehalem; do
         check "$(result grep -qF "$line" <<<"$dmesg")" "$cpu: kernel log says \"$line\""
         continue
     fi
-    for line in "Performance Events: Nehalem events, 16-deep LBR, Intel PMU driver." \
+    for line in "Performance Events: PEBS fmt1+, Nehalem events, 16-deep LBR, Intel PMU driver." \
                 "... version:                3" \
                 "... bit width:              48" \
                 "... generic registers:      4" \
