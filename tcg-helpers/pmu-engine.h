@@ -49,6 +49,14 @@
 #define PMU_MSR_LER_TO 0x1de
 #define PMU_MSR_LBR_FROM0 0x680
 #define PMU_MSR_LBR_TO0 0x6c0
+/*
+ * The P6 family's one pair (SDM 17.14; "MSRs in the P6 Family
+ * Processors", Appendix B.8 of the seeds' edition): LastBranchFromIP and
+ * LastBranchToIP; LastExceptionFromIP and LastExceptionToIP are at the
+ * Core i7's MSR_LER_* addresses
+ */
+#define PMU_MSR_P6_LBR_FROM 0x1db
+#define PMU_MSR_P6_LBR_TO 0x1dc
 /* The deepest LBR stack of a profile: the CPU state's arrays hold these */
 #define PMU_MAX_LBR 16
 /* MSR_LBR_SELECT: each set bit leaves those branches out (SDM 18.6.2) */
@@ -106,6 +114,12 @@ const PmuProfile *pmu_profile_find(bool intel, uint32_t family,
                                    uint32_t model);
 /* Its name, for messages and docs ("Nehalem") */
 const char *pmu_profile_name(const PmuProfile *p);
+/*
+ * Whether it has counters, architectural performance monitoring: a P6
+ * family profile has only the last branch records, and leaves the
+ * counters' MSRs, RDPMC and CPUID to the CPU model (pmu_owns_msr)
+ */
+bool pmu_has_counters(const PmuProfile *p);
 /* Its number of general-purpose and of fixed-function counters */
 unsigned pmu_num_gp(const PmuProfile *p);
 unsigned pmu_num_fixed(const PmuProfile *p);
@@ -307,6 +321,11 @@ uint32_t pmu_mispredict_penalty(const PmuProfile *p);
  */
 unsigned pmu_lbr_depth(const PmuProfile *p);
 /*
+ * Whether its records have the mispredict flag (PMU_LBR_FROM_MISPRED):
+ * the Core i7's format 3 does, the P6 family's pair (SDM 17.14) does not
+ */
+bool pmu_lbr_has_mispredict(const PmuProfile *p);
+/*
  * Whether IA32_DEBUGCTL.LBR and MSR_LBR_SELECT record some branches taken
  * at CPL 0 (@cpl0) or at CPL 1-3
  */
@@ -318,7 +337,8 @@ bool pmu_lbr_records_at(const PmuProfile *p, const PmuRegs *r, bool cpl0);
  * model mispredicted if @misp: unless MSR_LBR_SELECT leaves it out, or
  * IA32_DEBUGCTL.LBR is clear, the top of stack moves to the next entry,
  * which takes it: FROM bits 47:0 @from, 62:48 the sign of bit 47, 63
- * @misp; TO bits 47:0 @to, 63:48 the sign of bit 47 (SDM 18.6.1).
+ * @misp if the format has the flag; TO bits 47:0 @to, 63:48 the sign of
+ * bit 47 (SDM 18.6.1; the P6 family's 32-bit offsets are the same).
  */
 void pmu_lbr_record(const PmuProfile *p, const PmuRegs *r, unsigned kind,
                     bool cpl0, uint64_t from, uint64_t to, bool misp);
@@ -330,6 +350,13 @@ void pmu_lbr_record(const PmuProfile *p, const PmuRegs *r, unsigned kind,
  */
 void pmu_lbr_event(const PmuProfile *p, const PmuRegs *r, bool cpl0,
                    uint64_t from, uint64_t to);
+/*
+ * A debug exception is delivered: IA32_DEBUGCTL.BTF is cleared (SDM
+ * 17.4.3), and in the P6 family LBR too, so that the records keep the
+ * last branch and exception before it (17.14.2).  Returns whether
+ * IA32_DEBUGCTL changed.
+ */
+bool pmu_debug_exception(const PmuProfile *p, const PmuRegs *r);
 
 /*
  * The Branch Trace Store (SDM 18.7.8 and 18.5.3; choice 73), with the

@@ -50,6 +50,9 @@ struct PmuProfile {
     bool bts;
     // PEBS of record format 1 and load latency (pmu_has_pebs)
     bool pebs;
+    // The P6 family's last branch records (17.14) in place of the Core
+    // i7's stack; no counters (version 0)
+    bool lbr_p6;
 };
 
 namespace
@@ -94,6 +97,25 @@ constexpr PmuProfile kNehalem = {
     17,
     16,
     true,
+    true,
+    false,
+};
+
+// The P6 family (Pentium Pro, II and III: DisplayFamily_DisplayModel
+// 06_01H, 03H, 05H, 06H, 07H, 08H, 0AH and 0BH; QEMU's "pentium2" is
+// 06_05H, "pentium3" 06_07H): DEBUGCTLMSR with LBR, BTF, PB0-PB3 and TR
+// (SDM 17.14.1, Figure 17-18), one LastBranchFromIP/ToIP pair and the
+// LastExceptionFromIP/ToIP pair (17.14.2), 32-bit offsets without a
+// mispredict flag.  Its counters (PerfCtr0/1, PerfEvtSel0/1) are not the
+// architectural ones and are the CPU model's, as upstream.
+constexpr PmuProfile kP6 = {
+    "P6", 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0x7f,
+    {},
+    0,
+    1,
+    false,
+    false,
     true,
 };
 
@@ -159,6 +181,26 @@ enum class Reg {
     kPebsLdLat,
 };
 
+// The P6 family's: DEBUGCTLMSR and the two pairs, nothing else
+Reg decode_p6(uint32_t msr, unsigned *index)
+{
+    *index = 0;
+    switch (msr) {
+    case PMU_MSR_DEBUGCTL:
+        return Reg::kDebugctl;
+    case PMU_MSR_P6_LBR_FROM:
+        return Reg::kLbrFrom;
+    case PMU_MSR_P6_LBR_TO:
+        return Reg::kLbrTo;
+    case PMU_MSR_LER_FROM:
+        return Reg::kLerFrom;
+    case PMU_MSR_LER_TO:
+        return Reg::kLerTo;
+    default:
+        return Reg::kNotMine;
+    }
+}
+
 // @msr as a register of @p, and its counter index in *@index
 Reg decode(const PmuProfile *p, uint32_t msr, unsigned *index)
 {
@@ -168,6 +210,10 @@ Reg decode(const PmuProfile *p, uint32_t msr, unsigned *index)
         Reg reg;
     };
     bool full_width = p->perf_capabilities & (uint64_t{1} << 13);
+
+    if (p->lbr_p6) {
+        return decode_p6(msr, index);
+    }
     const Range ranges[] = {
         {PMU_MSR_PMC0, PMU_ARCH_GP, p->num_gp, Reg::kPmc},
         // the full-width aliases exist only with PERF_CAPABILITIES[13]
@@ -344,6 +390,15 @@ const PmuProfile *pmu_profile_find(bool intel, uint32_t family,
     case 0x1f:
     case 0x2e:
         return &kNehalem;
+    case 0x01:
+    case 0x03:
+    case 0x05:
+    case 0x06:
+    case 0x07:
+    case 0x08:
+    case 0x0a:
+    case 0x0b:
+        return &kP6;
     default:
         return nullptr;
     }
@@ -362,6 +417,11 @@ void pmu_cache_config(const PmuProfile *p, LwpCacheConfig *cfg)
 uint32_t pmu_mispredict_penalty(const PmuProfile *p)
 {
     return p->mispredict_penalty;
+}
+
+bool pmu_has_counters(const PmuProfile *p)
+{
+    return p->version != 0;
 }
 
 unsigned pmu_num_gp(const PmuProfile *p)
@@ -386,6 +446,10 @@ void pmu_cpuid_0a(const PmuProfile *p, uint32_t *eax, uint32_t *ebx,
 
 uint64_t pmu_misc_enable_bits(const PmuProfile *p)
 {
+    // the P6 family has no IA32_MISC_ENABLE bits of these
+    if (!p->version) {
+        return 0;
+    }
     return PMU_MISC_ENABLE_PERF_AVAIL |
            (p->bts ? 0 : PMU_MISC_ENABLE_BTS_UNAVAIL) |
            (p->pebs ? 0 : PMU_MISC_ENABLE_PEBS_UNAVAIL);
@@ -409,6 +473,7 @@ void pmu_reset(const PmuProfile *p, const PmuRegs *r)
         r->lbr_to[i] = 0;
     }
     if (p->lbr_depth) {
+        // (the P6 family has neither: they stay 0)
         *r->lbr_tos = 0;
         *r->lbr_select = 0;
         *r->ler_from = 0;
@@ -576,13 +641,19 @@ PmuStatus pmu_wrmsr(const PmuProfile *p, const PmuRegs *r, uint32_t msr,
         if (val & ~p->debugctl_valid) {
             return PMU_GP;
         }
-        *r->debugctl = val & kDebugctlModelled;
+        // the P6 family's PB0-PB3 and TR read back, and do nothing here
+        *r->debugctl = p->lbr_p6 ? val : val & kDebugctlModelled;
         break;
     // The SDM's tables give the stack's MSRs as read-only, but software
     // writes them: Linux clears the stack with WRMSR and, in a guest,
     // checks that each one takes a value (check_msr); so they take one
     // in the format the processor writes (choice 72), #GP otherwise
     case Reg::kLbrFrom:
+        // the P6 family's pair: "These registers can be read using the
+        // RDMSR instruction" (17.14.2); nothing writes them
+        if (p->lbr_p6) {
+            return PMU_GP;
+        }
         if ((val & ~PMU_LBR_FROM_MISPRED) !=
             (lbr_canonical(val) & ~PMU_LBR_FROM_MISPRED)) {
             return PMU_GP;
@@ -590,7 +661,7 @@ PmuStatus pmu_wrmsr(const PmuProfile *p, const PmuRegs *r, uint32_t msr,
         r->lbr_from[i] = val;
         break;
     case Reg::kLbrTo:
-        if (val != lbr_canonical(val)) {
+        if (p->lbr_p6 || val != lbr_canonical(val)) {
             return PMU_GP;
         }
         r->lbr_to[i] = val;
@@ -823,6 +894,11 @@ unsigned pmu_lbr_depth(const PmuProfile *p)
     return p->lbr_depth;
 }
 
+bool pmu_lbr_has_mispredict(const PmuProfile *p)
+{
+    return !p->lbr_p6;
+}
+
 bool pmu_lbr_records_at(const PmuProfile *p, const PmuRegs *r, bool cpl0)
 {
     return p->lbr_depth && (*r->debugctl & PMU_DEBUGCTL_LBR) &&
@@ -840,7 +916,7 @@ void pmu_lbr_record(const PmuProfile *p, const PmuRegs *r, unsigned kind,
     tos = (*r->lbr_tos + 1) % p->lbr_depth;
     *r->lbr_tos = tos;
     r->lbr_from[tos] = (lbr_canonical(from) & ~PMU_LBR_FROM_MISPRED) |
-                       (misp ? PMU_LBR_FROM_MISPRED : 0);
+                       (misp && !p->lbr_p6 ? PMU_LBR_FROM_MISPRED : 0);
     r->lbr_to[tos] = lbr_canonical(to);
 }
 
@@ -853,6 +929,15 @@ void pmu_lbr_event(const PmuProfile *p, const PmuRegs *r, bool cpl0,
     *r->ler_from = lbr_canonical(r->lbr_from[*r->lbr_tos]);
     *r->ler_to = r->lbr_to[*r->lbr_tos];
     pmu_lbr_record(p, r, PMU_LBR_FAR, cpl0, from, to, false);
+}
+
+bool pmu_debug_exception(const PmuProfile *p, const PmuRegs *r)
+{
+    uint64_t clear = PMU_DEBUGCTL_BTF | (p->lbr_p6 ? PMU_DEBUGCTL_LBR : 0);
+    bool changed = *r->debugctl & clear;
+
+    *r->debugctl &= ~clear;
+    return changed;
 }
 
 bool pmu_has_bts(const PmuProfile *p)

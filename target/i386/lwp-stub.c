@@ -414,3 +414,18 @@ uint64_t pmu_pebs_data_source(unsigned level)
 {
     g_assert_not_reached();
 }
+
+bool pmu_has_counters(const PmuProfile *p)
+{
+    g_assert_not_reached();
+}
+
+bool pmu_lbr_has_mispredict(const PmuProfile *p)
+{
+    g_assert_not_reached();
+}
+
+bool pmu_debug_exception(const PmuProfile *p, const PmuRegs *r)
+{
+    g_assert_not_reached();
+}

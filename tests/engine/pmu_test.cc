@@ -915,6 +915,113 @@ TEST(PmuPebs, DataSource)
     EXPECT_EQ(pmu_pebs_data_source(PMU_LEVEL_DRAM), 0xcu);
 }
 
+// The P6 family's last branch records (SDM 17.14): DEBUGCTLMSR (1D9H)
+// with LBR, BTF, PB0-PB3 and TR (Figure 17-18), LastBranchFromIP and
+// ToIP (1DBH, 1DCH), LastExceptionFromIP and ToIP (1DDH, 1DEH); the
+// counters are not architectural ones and stay the CPU model's
+const PmuProfile *p6()
+{
+    return pmu_profile_find(true, 6, 0x07);
+}
+
+TEST(PmuP6, SignaturesAndNoCounters)
+{
+    ASSERT_NE(p6(), nullptr);
+    EXPECT_STREQ(pmu_profile_name(p6()), "P6");
+    // Pentium Pro, II, III (QEMU's pentium2 is 06_05H, pentium3 06_07H)
+    for (uint32_t model : {0x01u, 0x03u, 0x05u, 0x06u, 0x07u, 0x08u, 0x0au,
+                           0x0bu}) {
+        EXPECT_EQ(pmu_profile_find(true, 6, model), p6()) << model;
+    }
+    // Pentium M (06_09H, 06_0DH) has another stack; family 5 has none
+    EXPECT_EQ(pmu_profile_find(true, 6, 0x09), nullptr);
+    EXPECT_EQ(pmu_profile_find(true, 6, 0x0d), nullptr);
+    EXPECT_EQ(pmu_profile_find(true, 5, 0x02), nullptr);
+    EXPECT_FALSE(pmu_has_counters(p6()));
+    EXPECT_TRUE(pmu_has_counters(nehalem()));
+    EXPECT_EQ(pmu_lbr_depth(p6()), 1u);
+    EXPECT_FALSE(pmu_lbr_has_mispredict(p6()));
+    EXPECT_TRUE(pmu_lbr_has_mispredict(nehalem()));
+    EXPECT_EQ(pmu_misc_enable_bits(p6()), 0u);
+    EXPECT_FALSE(pmu_has_bts(p6()));
+    EXPECT_FALSE(pmu_has_pebs(p6()));
+    // PerfCtr0/1, PerfEvtSel0/1, the architectural MSRs, the Core i7's
+    // LBR MSRs: not the profile's
+    for (uint32_t msr : {0xc1u, 0xc2u, 0x186u, 0x187u, 0x309u, 0x345u,
+                         0x38du, 0x38eu, 0x38fu, 0x390u, 0x1c8u, 0x1c9u,
+                         0x680u, 0x6c0u, 0x600u, 0x3f1u}) {
+        EXPECT_FALSE(pmu_owns_msr(p6(), msr)) << std::hex << msr;
+    }
+}
+
+TEST(PmuP6, Msrs)
+{
+    Regs s;
+    uint64_t v = 1;
+    pmu_reset(p6(), &s.r);
+    for (uint32_t msr : {0x1d9u, 0x1dbu, 0x1dcu, 0x1ddu, 0x1deu}) {
+        EXPECT_TRUE(pmu_owns_msr(p6(), msr)) << std::hex << msr;
+        ASSERT_EQ(pmu_rdmsr(p6(), &s.r, msr, &v), PMU_DONE) << msr;
+        EXPECT_EQ(v, 0u) << msr;
+    }
+    // bits 6:0 read back; 31:7 are reserved
+    EXPECT_EQ(pmu_wrmsr(p6(), &s.r, 0x1d9, 0x7f), PMU_DONE);
+    ASSERT_EQ(pmu_rdmsr(p6(), &s.r, 0x1d9, &v), PMU_DONE);
+    EXPECT_EQ(v, 0x7fu);
+    EXPECT_EQ(pmu_wrmsr(p6(), &s.r, 0x1d9, 0x80), PMU_GP);
+    EXPECT_EQ(pmu_wrmsr(p6(), &s.r, 0x1d9, 0x1000), PMU_GP);
+    // "These registers can be read using the RDMSR instruction"
+    for (uint32_t msr : {0x1dbu, 0x1dcu, 0x1ddu, 0x1deu}) {
+        EXPECT_EQ(pmu_wrmsr(p6(), &s.r, msr, 0), PMU_GP) << msr;
+    }
+}
+
+// 17.14.2 and 17.14.3: a branch loads the pair; an interrupt or exception
+// first copies it to LastException*; no mispredict flag
+TEST(PmuP6, RecordsTheLastBranchAndException)
+{
+    Regs s;
+    uint64_t v = 0;
+    pmu_reset(p6(), &s.r);
+    s.debugctl = PMU_DEBUGCTL_LBR;
+    pmu_lbr_record(p6(), &s.r, PMU_LBR_JCC, false, 0x1234, 0x1250, true);
+    ASSERT_EQ(pmu_rdmsr(p6(), &s.r, 0x1db, &v), PMU_DONE);
+    EXPECT_EQ(v, 0x1234u);
+    ASSERT_EQ(pmu_rdmsr(p6(), &s.r, 0x1dc, &v), PMU_DONE);
+    EXPECT_EQ(v, 0x1250u);
+    pmu_lbr_record(p6(), &s.r, PMU_LBR_NEAR_RET, true, 0xc0001000,
+                   0x80000000, false);
+    pmu_lbr_event(p6(), &s.r, true, 0x80000004, 0xc0002000);
+    ASSERT_EQ(pmu_rdmsr(p6(), &s.r, 0x1dd, &v), PMU_DONE);
+    EXPECT_EQ(v, 0xc0001000u);
+    ASSERT_EQ(pmu_rdmsr(p6(), &s.r, 0x1de, &v), PMU_DONE);
+    EXPECT_EQ(v, 0x80000000u);
+    ASSERT_EQ(pmu_rdmsr(p6(), &s.r, 0x1db, &v), PMU_DONE);
+    EXPECT_EQ(v, 0x80000004u);
+    ASSERT_EQ(pmu_rdmsr(p6(), &s.r, 0x1dc, &v), PMU_DONE);
+    EXPECT_EQ(v, 0xc0002000u);
+    // LBR clear: nothing
+    s.debugctl = 0;
+    pmu_lbr_record(p6(), &s.r, PMU_LBR_JCC, false, 0x1, 0x2, false);
+    EXPECT_EQ(s.lbr_from[0], 0x80000004u);
+}
+
+// A debug exception clears BTF (17.4.3) and, in the P6 family, LBR, so
+// that the pair is the last branch before it (17.14.2); the Core i7
+// keeps LBR
+TEST(PmuP6, DebugExceptionClearsLbr)
+{
+    Regs s;
+    s.debugctl = 0x43; // LBR, BTF, TR
+    EXPECT_TRUE(pmu_debug_exception(p6(), &s.r));
+    EXPECT_EQ(s.debugctl, 0x40u);
+    EXPECT_FALSE(pmu_debug_exception(p6(), &s.r));
+    s.debugctl = 0x3; // LBR, BTF
+    EXPECT_TRUE(pmu_debug_exception(nehalem(), &s.r));
+    EXPECT_EQ(s.debugctl, 0x1u);
+    EXPECT_FALSE(pmu_debug_exception(nehalem(), &s.r));
+}
+
 TEST(PmuLbr, Msrs)
 {
     Regs s;

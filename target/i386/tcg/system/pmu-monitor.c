@@ -101,12 +101,20 @@ static void pmu_info_cpu(Monitor *mon, CPUState *cs,
     unsigned i;
 
     run_on_cpu(cs, pmu_info_on_cpu, RUN_ON_CPU_HOST_PTR(&info));
-    monitor_printf(mon, "  %s: %u general-purpose and %u fixed-function "
-                   "counters\n", pmu_profile_name(profile),
-                   pmu_num_gp(profile), pmu_num_fixed(profile));
-    monitor_printf(mon, "  GLOBAL_CTRL 0x%" PRIx64 ", GLOBAL_STATUS 0x%"
-                   PRIx64 ", FIXED_CTR_CTRL 0x%" PRIx64 "\n",
-                   info.global_ctrl, info.global_status, info.fixed_ctrl);
+    if (!pmu_has_counters(profile)) {
+        /* the P6 family's last branch records; its counters are upstream's */
+        monitor_printf(mon, "  %s: the last branch and exception records\n",
+                       pmu_profile_name(profile));
+    } else {
+        monitor_printf(mon, "  %s: %u general-purpose and %u "
+                       "fixed-function counters\n",
+                       pmu_profile_name(profile), pmu_num_gp(profile),
+                       pmu_num_fixed(profile));
+        monitor_printf(mon, "  GLOBAL_CTRL 0x%" PRIx64 ", GLOBAL_STATUS 0x%"
+                       PRIx64 ", FIXED_CTR_CTRL 0x%" PRIx64 "\n",
+                       info.global_ctrl, info.global_status,
+                       info.fixed_ctrl);
+    }
     monitor_printf(mon, "  DEBUGCTL 0x%" PRIx64, info.debugctl);
     if (pmu_has_bts(profile) || pmu_has_pebs(profile)) {
         monitor_printf(mon, ", DS_AREA 0x%016" PRIx64, info.ds_area);
