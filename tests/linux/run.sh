@@ -361,7 +361,7 @@ branch_boot() {
     local pargs=() res t ms arg want got exact late bad t3 t4
     rm -f "$log" "$plog"
     if arg=$(plugin_for "$dir/initramfs-perf/bin/brmix" \
-                        period=100003,brs=1,ips=2,first=0,window=32,loads=3:4); then
+                        period=100003,brs=1,window=32,loads=3:4,pebs=2:100003:i,pebs=5:100003:c); then
         pargs=(-plugin "$arg" -d plugin -D "$plog")
     else
         check 1 "build tests/linux/uinsn-plugin.c"
@@ -395,8 +395,12 @@ branch_boot() {
     res=$(grep '^@@brmix ' <<<"$bev" | python3 "$src/lbr-oracle.py" "$plog" 2>&1 || true)
     read -r _ n _ t _ _ _ ms <<<"$res"
     check "$(result test "${n:-0}" -ge 19 -a "${ms:-x}" = 0)" "LBR: perf record -b of brmix 200000, a sample every 100003 user instructions: every branch stack is the TCG plugin's last branches taken before the sample's instruction in the same run, the instruction after each 100003rd or at most 31 after it (got ${res:-nothing}$(grep -m1 '^@@error brmix' <<<"$bev" | sed 's/^/; /'))"
-    sample_match "$plog" "$(sed -n 's/^@@pebs //p' <<<"$bev")"
+    sample_match "$plog" "pebs 2" "$(sed -n 's/^@@pebs //p' <<<"$bev")"
     check "$(result test "${#got[@]}" -ge 19 -a "${#got[@]}" = "${#want[@]}" -a -z "$bad")" "PEBS: perf record -e instructions:upp -c 100002 of brmix 200000: each of its ${#got[@]} samples, where Linux puts it from the record and LBR, on every 100003rd instruction of the plugin's stream of the same run (${#want[@]} there): $exact exactly, $late at most 31 after it (${bad:-no other}$(grep -m1 '^@@error pebs' <<<"$bev" | sed 's/^/; /'))"
+    # cycles:pp is INST_RETIRED with INV and CMASK 16 on Nehalem: every
+    # cycle of the cost model, one per instruction and one more per branch
+    sample_match "$plog" "pebs 5" "$(sed -n 's/^@@pebscyc //p' <<<"$bev")"
+    check "$(result test "${#got[@]}" -ge 19 -a "${#got[@]}" = "${#want[@]}" -a -z "$bad")" "PEBS: perf record -e cycles:upp -c 100002 of brmix 200000 (INST_RETIRED, INV, CMASK 16: the cost model's cycles): each of its ${#got[@]} samples on the instruction of every 100003rd cycle, as the plugin's stream of the same run gives them (${#want[@]} there): $exact exactly, $late at most 31 instructions after it (${bad:-no other}$(grep -m1 '^@@error pebscyc' <<<"$bev" | sed 's/^/; /'))"
     t3=$(sed -n 's/^@@ldlat 3 //p' <<<"$bev") t4=$(sed -n 's/^@@ldlat 4 //p' <<<"$bev")
     res=$(sed -n 's/^@@ll //p' <<<"$bev" |
         python3 "$src/ll-oracle.py" "$plog" 997 "3:${t3:-0}" "4:${t4:-0}" 2>&1 || true)
@@ -499,17 +503,17 @@ perf_plugin_check() {
     pl=$(awk '$1 == "run" && $2 == 9 { print $8 }' "$plugin_log" 2>/dev/null || true)
     got="$(perf_count 9 cache-references:u) $(perf_count 9 cache-misses:u) $(perf_count 9 r010b:u)"
     check "$(result test "$got" = "$((${c3:-0} + ${c4:-0})) ${c4:-x} ${pl:-x}" -a "${c3:-0}" -gt 0)" "perf stat run 9: cache-references:u and cache-misses:u (LLC References and Misses, after run 8 filled the model) are the plugin's reads of the same run that reached L3 and DRAM in the reference cache model, r010b:u its loading instructions (perf $got, model and plugin $((${c3:-0} + ${c4:-0})) ${c4:-nothing} ${pl:-nothing})"
-    sample_match "$plugin_log" "$(sed -n 's/^@@ip //p' <<<"$ev")"
+    sample_match "$plugin_log" ip "$(sed -n 's/^@@ip //p' <<<"$ev")"
     check "$(result test "${#got[@]}" -gt 0 -a "${#got[@]}" = "${#want[@]}" -a -z "$bad")" "perf record -e instructions:u -c 10007: each of its ${#got[@]} samples on the instruction after every 10007th of the plugin's stream of the same run (${#want[@]} there): $exact exactly, $late within Linux's 32-event minimum period (${bad:-no other})"
 }
-# sample_match PLUGIN_LOG SAMPLES: the sample addresses SAMPLES (one per
-# line, in $got) against the plugin's "ip" lines (in $want): $exact
-# samples on the first address of their line, $late on a later one of
-# it, $bad the others
+# sample_match PLUGIN_LOG PREFIX SAMPLES: the sample addresses SAMPLES
+# (one per line, in $got) against the plugin's lines that start with
+# PREFIX (in $want): $exact samples on the first address of their line,
+# $late on a later one of it, $bad the others
 sample_match() {
     local k
-    mapfile -t want < <(sed -n 's/^ip //p' "$1" 2>/dev/null || true)
-    mapfile -t got < <(grep . <<<"$2" || true)
+    mapfile -t want < <(sed -n "s/^$2 //p" "$1" 2>/dev/null || true)
+    mapfile -t got < <(grep . <<<"$3" || true)
     exact=0 late=0 bad=
     for ((k = 0; k < ${#got[@]}; k++)); do
         if [ "${got[k]}" = "${want[k]%% *}" ]; then

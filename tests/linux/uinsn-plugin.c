@@ -17,7 +17,8 @@
  * vCPU (-smp 1).
  *
  * Arguments: lo=ADDRESS, hi=ADDRESS, entry=ADDRESS (ELF e_entry),
- * period=P, ips=R, brs=R, window=W (default 1), first=F (default 1).  Prints, at exit, for
+ * period=P, ips=R, brs=R, window=W (default 1), pebs=R:Q:E (E i or c;
+ * once per run).  Prints, at exit, for
  * each run R:
  *   run R insns N branches B loads L stores S
  *                              the run's instructions that retired,
@@ -32,9 +33,15 @@
  *   ip A ...  the addresses of its instructions k * P + 1 to k * P + W:
  *             the first is where a PMI taken exactly after instruction
  *             k * P (a counter of user instructions with period P)
- *             interrupts; with first=0, k * P to k * P + W - 1: the
- *             first is instruction k * P itself (PEBS's sample, a
- *             counter that overflows after P - 1 and samples the next)
+ *             interrupts
+ * and for each run R of pebs=R:Q:E, a counter of its instructions (E i)
+ * or of the cost model's cycles (E c: one per instruction, one more per
+ * branch) that samples every Qth event and starts again after the
+ * instruction of the sample (PEBS with a reset value of -(Q - 1): the
+ * Q - 1st event overflows, the next is sampled, the reload drops the
+ * rest of that instruction's):
+ *   pebs R A ... the addresses of the sampled instruction and the W - 1
+ *             after it
  * and, with brs=R, for run R, the branches taken before each of those
  * instructions (k * P + 1 + D, D below W), newest first, at most 16:
  *   brs K D A F>T ...  the instruction at A, and a branch taken from the
@@ -65,7 +72,13 @@
 QEMU_PLUGIN_EXPORT int qemu_plugin_version = QEMU_PLUGIN_VERSION;
 
 static uint64_t lo, hi, entry, period, ips_run, brs_run, window = 1;
-static uint64_t first = 1;
+/* pebs=: per run (at most PEBS_RUNS), the period and the weight */
+#define PEBS_RUNS 4
+static struct {
+    uint64_t run, period, count, left;
+    bool cycles;
+} pebs[PEBS_RUNS];
+static unsigned pebs_n;
 static uint64_t loads_from, loads_to;
 /* the instruction at last has printed "i" (loads=) */
 static bool last_printed;
@@ -133,6 +146,14 @@ static void mem_retire(void)
 
 static void run_end(void)
 {
+    unsigned i;
+
+    for (i = 0; i < pebs_n; i++) {
+        if (pebs[i].left) {
+            g_string_append_c(out, '\n');
+            pebs[i].left = 0;
+        }
+    }
     if (line_open) {
         g_string_append_c(out, '\n');
         line_open = false;
@@ -163,6 +184,39 @@ static void brs_print(uint64_t pc)
                                ring_to[j]);
     }
     g_string_append_c(out, '\n');
+}
+
+/* pebs=: count the instruction at @pc of the current run */
+static void pebs_exec(uint64_t pc)
+{
+    unsigned i;
+
+    for (i = 0; i < pebs_n; i++) {
+        uint64_t w = 1 + (pebs[i].cycles && last_br != NOT_BRANCH);
+
+        if (pebs[i].run != run) {
+            continue;
+        }
+        if (pebs[i].left) {
+            g_string_append_printf(out, " %" PRIx64, pc);
+            if (!--pebs[i].left) {
+                g_string_append_c(out, '\n');
+            }
+        }
+        if (pebs[i].count + w < pebs[i].period) {
+            pebs[i].count += w;
+            continue;
+        }
+        if (pebs[i].left) {
+            g_string_append_c(out, '\n');
+        }
+        g_string_append_printf(out, "pebs %" PRIu64 " %" PRIx64, run, pc);
+        pebs[i].count = 0;
+        pebs[i].left = window - 1;
+        if (!pebs[i].left) {
+            g_string_append_c(out, '\n');
+        }
+    }
 }
 
 static void insn_exec(unsigned int cpu_index, void *udata)
@@ -198,11 +252,12 @@ static void insn_exec(unsigned int cpu_index, void *udata)
         (insns - 1) % period < window) {
         brs_print(pc);
     }
-    if (run == ips_run && period && insns + 1 > period + first &&
-        (insns - first) % period < window) {
+    pebs_exec(pc);
+    if (run == ips_run && period && insns > period &&
+        (insns - 1) % period < window) {
         g_string_append_printf(out, line_open ? " %" PRIx64 : "ip %" PRIx64,
                                pc);
-        line_open = (insns - first) % period < window - 1;
+        line_open = (insns - 1) % period < window - 1;
         if (!line_open) {
             g_string_append_c(out, '\n');
         }
@@ -271,6 +326,7 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id,
     int i;
 
     for (i = 0; i < argc; i++) {
+    char pebs_e;
         char **kv = g_strsplit(argv[i], "=", 2);
         uint64_t *arg = NULL;
 
@@ -288,8 +344,13 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id,
             arg = &brs_run;
         } else if (!g_strcmp0(kv[0], "window")) {
             arg = &window;
-        } else if (!g_strcmp0(kv[0], "first")) {
-            arg = &first;
+        } else if (!g_strcmp0(kv[0], "pebs") && kv[1] && pebs_n < PEBS_RUNS &&
+                   sscanf(kv[1], "%" SCNu64 ":%" SCNu64 ":%c",
+                          &pebs[pebs_n].run, &pebs[pebs_n].period,
+                          &pebs_e) == 3) {
+            pebs[pebs_n++].cycles = pebs_e == 'c';
+            g_strfreev(kv);
+            continue;
         } else if (!g_strcmp0(kv[0], "loads") && kv[1] &&
                    sscanf(kv[1], "%" SCNu64 ":%" SCNu64, &loads_from,
                           &loads_to) == 2) {
