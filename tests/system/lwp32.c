@@ -15,6 +15,9 @@
  *   max    -cpu max,+lwp
  *   pmu    -cpu Nehalem,pmu=on  the Intel PMU in legacy mode (no LWP:
  *                               test_pmu_cs_base only)
+ *   p6     -cpu pentium3,pmu=on the P6 family's last branch recording
+ *                               (Intel SDM Vol. 3B 17.14; no LWP)
+ *   nop6   -cpu pentium3        ... absent, as in upstream QEMU
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -46,9 +49,11 @@
 _Static_assert(__builtin_offsetof(struct insn_regs, eflags) == R_EFLAGS,
                "insn_regs");
 
-enum config { CONFIG_NOLWP, CONFIG_G4, CONFIG_MAX, CONFIG_PMU };
+enum config { CONFIG_NOLWP, CONFIG_G4, CONFIG_MAX, CONFIG_PMU, CONFIG_P6,
+              CONFIG_NOP6 };
 
-static const char *const config_names[] = { "nolwp", "g4", "max", "pmu" };
+static const char *const config_names[] = { "nolwp", "g4", "max", "pmu",
+                                            "p6", "nop6" };
 static enum config config;
 
 /*
@@ -1549,6 +1554,1200 @@ static void test_pmu_cs_base(void)
     report_prefix_pop();
 }
 
+/* ---- P6 last branch recording (config=p6, nop6; SDM Vol. 3B 17.14) ---- */
+
+/*
+ * The P6 family's DEBUGCTLMSR and its four last branch and last exception
+ * MSRs (17.14.1, 17.14.2).  The code that branches is the assembly below:
+ * each lbr_* routine sets DEBUGCTLMSR to lbr_on_val (WRMSR is not a
+ * branch), takes the branches under test at labelled instructions, then
+ * writes DEBUGCTLMSR = 0 before it returns, so the C code reads what the
+ * labelled branches left.  The raw IDT handlers (lbr_*_handler) copy the
+ * five MSRs, with straight-line RDMSRs, before their own IRET: their
+ * copies are what the interrupt or exception itself recorded.  Every
+ * expected value is a label's address (minus the code segment base, 17.14.2
+ * "offsets into the current code segment").
+ */
+#define MSR_DEBUGCTLMSR         0x1d9
+#define MSR_LASTBRANCHFROMIP    0x1db
+#define MSR_LASTBRANCHTOIP      0x1dc
+#define MSR_LASTINTFROMIP       0x1dd
+#define MSR_LASTINTTOIP         0x1de
+#define DEBUGCTL_LBR            BIT(0)
+#define DEBUGCTL_BTF            BIT(1)
+#define DEBUGCTL_PB_BITS        0x3c    /* PB0-PB3 */
+#define DEBUGCTL_TR             BIT(6)
+#define CPUID_1_ECX_PDCM        BIT(15)
+#define CPUID_1_EDX_DS          BIT(21)
+#define CPUID_1_EDX_APIC        BIT(9)
+#define X86_EFLAGS_TF           BIT(8)
+#define DR6_B0                  BIT(0)
+#define DR6_BS                  BIT(14)
+#define LBR_INT_VECTOR          0x41    /* INT n */
+#define LBR_HW_VECTOR           0x42    /* self-IPI */
+#define DB_VECTOR               1
+#define BP_VECTOR               3
+/* The code segment of the CS base tests: TEST_SEL(0), base LBR_CS_BASE */
+#define LBR_CS_BASE             0x10000
+#define LBR_CS_SEL              TEST_SEL(0)
+#define LBR_STR(x)              #x
+#define LBR_XSTR(x)             LBR_STR(x)
+
+/* DEBUGCTLMSR and the four MSRs, as RDMSR returns them (EDX:EAX) */
+struct lbr_msrs {
+    u64 ctl, from, to, efrom, eto;
+};
+
+/* What the lbr_* routines write to DEBUGCTLMSR first */
+u32 lbr_on_val = DEBUGCTL_LBR;
+/*
+ * The copies of the handlers: INT n and the self-IPI (lbr_in_int), #UD,
+ * #GP and #BP (lbr_in_exc), #DB (lbr_in_db, with DR6 in lbr_db_dr6)
+ */
+struct lbr_msrs lbr_in_int, lbr_in_exc, lbr_in_db;
+u32 lbr_db_dr6, lbr_db_count, lbr_gp_error, lbr_gp_resume;
+
+/*
+ * LBR_ON/LBR_OFF clobber EAX, ECX, EDX.  LBR_SAVE copies the five MSRs to
+ * \dst (a struct lbr_msrs) and preserves every register.  The "ud2" after
+ * a jump is never reached: a routine that reaches one has taken a branch
+ * it must not take (#UD: the test aborts).
+ */
+asm(".pushsection .text\n"
+    ".macro LBR_ON\n\t"
+    "mov $" LBR_XSTR(MSR_DEBUGCTLMSR) ", %ecx\n\t"
+    "mov lbr_on_val, %eax\n\t"
+    "xor %edx, %edx\n\t"
+    "wrmsr\n"
+    ".endm\n"
+    ".macro LBR_OFF\n\t"
+    "mov $" LBR_XSTR(MSR_DEBUGCTLMSR) ", %ecx\n\t"
+    "xor %eax, %eax\n\t"
+    "xor %edx, %edx\n\t"
+    "wrmsr\n"
+    ".endm\n"
+    ".macro LBR_RD msr, dst\n\t"
+    "mov $\\msr, %ecx\n\t"
+    "rdmsr\n\t"
+    "mov %eax, \\dst\n\t"
+    "mov %edx, \\dst + 4\n"
+    ".endm\n"
+    ".macro LBR_SAVE dst\n\t"
+    "push %eax\n\t"
+    "push %ecx\n\t"
+    "push %edx\n\t"
+    "LBR_RD " LBR_XSTR(MSR_DEBUGCTLMSR) ", \\dst\n\t"
+    "LBR_RD " LBR_XSTR(MSR_LASTBRANCHFROMIP) ", \\dst + 8\n\t"
+    "LBR_RD " LBR_XSTR(MSR_LASTBRANCHTOIP) ", \\dst + 16\n\t"
+    "LBR_RD " LBR_XSTR(MSR_LASTINTFROMIP) ", \\dst + 24\n\t"
+    "LBR_RD " LBR_XSTR(MSR_LASTINTTOIP) ", \\dst + 32\n\t"
+    "pop %edx\n\t"
+    "pop %ecx\n\t"
+    "pop %eax\n"
+    ".endm\n"
+
+    /* rule 3: one branch of each kind */
+    ".globl lbr_jmp, lbr_jmp_from, lbr_jmp_to\n"
+    "lbr_jmp:\n\t"
+    "LBR_ON\n"
+    "lbr_jmp_from: jmp lbr_jmp_to\n\t"
+    "ud2\n"
+    "lbr_jmp_to:\n\t"
+    "LBR_OFF\n\t"
+    "ret\n"
+
+    /* JMP rel32: 200 bytes away */
+    ".globl lbr_jmp32, lbr_jmp32_from, lbr_jmp32_to\n"
+    "lbr_jmp32:\n\t"
+    "LBR_ON\n"
+    "lbr_jmp32_from: jmp lbr_jmp32_to\n\t"
+    ".fill 200, 1, 0xcc\n"
+    "lbr_jmp32_to:\n\t"
+    "LBR_OFF\n\t"
+    "ret\n"
+
+    ".globl lbr_jmpr, lbr_jmpr_from, lbr_jmpr_to\n"
+    "lbr_jmpr:\n\t"
+    "LBR_ON\n\t"
+    "mov $lbr_jmpr_to, %eax\n"
+    "lbr_jmpr_from: jmp *%eax\n\t"
+    "ud2\n"
+    "lbr_jmpr_to:\n\t"
+    "LBR_OFF\n\t"
+    "ret\n"
+
+    ".globl lbr_jmpm, lbr_jmpm_from, lbr_jmpm_to\n"
+    "lbr_jmpm:\n\t"
+    "LBR_ON\n"
+    "lbr_jmpm_from: jmp *lbr_jmpm_ptr\n\t"
+    "ud2\n"
+    "lbr_jmpm_to:\n\t"
+    "LBR_OFF\n\t"
+    "ret\n"
+
+    ".globl lbr_call, lbr_call_from, lbr_call_to\n"
+    "lbr_call:\n\t"
+    "LBR_ON\n"
+    "lbr_call_from: call lbr_call_to\n\t"
+    "ud2\n"
+    "lbr_call_to:\n\t"
+    "LBR_OFF\n\t"
+    "add $4, %esp\n\t"
+    "ret\n"
+
+    ".globl lbr_callr, lbr_callr_from, lbr_callr_to\n"
+    "lbr_callr:\n\t"
+    "LBR_ON\n\t"
+    "mov $lbr_callr_to, %eax\n"
+    "lbr_callr_from: call *%eax\n\t"
+    "ud2\n"
+    "lbr_callr_to:\n\t"
+    "LBR_OFF\n\t"
+    "add $4, %esp\n\t"
+    "ret\n"
+
+    ".globl lbr_ret, lbr_ret_from, lbr_ret_to\n"
+    "lbr_ret:\n\t"
+    "LBR_ON\n\t"
+    "push $lbr_ret_to\n"
+    "lbr_ret_from: ret\n\t"
+    "ud2\n"
+    "lbr_ret_to:\n\t"
+    "LBR_OFF\n\t"
+    "ret\n"
+
+    /* RET imm16 */
+    ".globl lbr_retn, lbr_retn_from, lbr_retn_to\n"
+    "lbr_retn:\n\t"
+    "LBR_ON\n\t"
+    "push $0\n\t"
+    "push $lbr_retn_to\n"
+    "lbr_retn_from: ret $4\n\t"
+    "ud2\n"
+    "lbr_retn_to:\n\t"
+    "LBR_OFF\n\t"
+    "ret\n"
+
+    /* JZ rel8 with ZF = 1 */
+    ".globl lbr_jz, lbr_jz_from, lbr_jz_to\n"
+    "lbr_jz:\n\t"
+    "LBR_ON\n\t"
+    "xor %eax, %eax\n"
+    "lbr_jz_from: jz lbr_jz_to\n\t"
+    "ud2\n"
+    "lbr_jz_to:\n\t"
+    "LBR_OFF\n\t"
+    "ret\n"
+
+    /* JNC rel32 (0F 83), 200 bytes away, CF = 0 */
+    ".globl lbr_jnc32, lbr_jnc32_from, lbr_jnc32_to\n"
+    "lbr_jnc32:\n\t"
+    "LBR_ON\n\t"
+    "clc\n"
+    "lbr_jnc32_from: jnc lbr_jnc32_to\n\t"
+    ".fill 200, 1, 0xcc\n"
+    "lbr_jnc32_to:\n\t"
+    "LBR_OFF\n\t"
+    "ret\n"
+
+    /* JNZ backwards, taken once (ECX 2 -> 1), then falls through */
+    ".globl lbr_jback, lbr_jback_from, lbr_jback_to\n"
+    "lbr_jback:\n\t"
+    "LBR_ON\n\t"
+    "mov $2, %ecx\n"
+    "lbr_jback_to: dec %ecx\n"
+    "lbr_jback_from: jnz lbr_jback_to\n\t"
+    "LBR_OFF\n\t"
+    "ret\n"
+
+    /* JNZ backwards 999 times (chained blocks), the last time not */
+    ".globl lbr_jmany, lbr_jmany_from, lbr_jmany_to\n"
+    "lbr_jmany:\n\t"
+    "LBR_ON\n\t"
+    "mov $1000, %ecx\n"
+    "lbr_jmany_to: dec %ecx\n"
+    "lbr_jmany_from: jnz lbr_jmany_to\n\t"
+    "LBR_OFF\n\t"
+    "ret\n"
+
+    /* 1000 CALLs of a RET in a LOOP: the last RET's pair */
+    ".globl lbr_cmany, lbr_cmany_from, lbr_cmany_to\n"
+    "lbr_cmany:\n\t"
+    "LBR_ON\n\t"
+    "mov $1000, %ecx\n"
+    "1: call lbr_cmany_from\n"
+    "lbr_cmany_to: loop 1b\n\t"
+    "LBR_OFF\n\t"
+    "ret\n"
+    "lbr_cmany_from: ret\n"
+
+    /* LOOP with ECX = 2: jumps */
+    ".globl lbr_loop, lbr_loop_from, lbr_loop_to\n"
+    "lbr_loop:\n\t"
+    "LBR_ON\n\t"
+    "mov $2, %ecx\n"
+    "lbr_loop_from: loop lbr_loop_to\n\t"
+    "ud2\n"
+    "lbr_loop_to:\n\t"
+    "LBR_OFF\n\t"
+    "ret\n"
+
+    ".globl lbr_jecxz, lbr_jecxz_from, lbr_jecxz_to\n"
+    "lbr_jecxz:\n\t"
+    "LBR_ON\n\t"
+    "xor %ecx, %ecx\n"
+    "lbr_jecxz_from: jecxz lbr_jecxz_to\n\t"
+    "ud2\n"
+    "lbr_jecxz_to:\n\t"
+    "LBR_OFF\n\t"
+    "ret\n"
+
+    /*
+     * A JMP, then a JNZ, a LOOP, a JECXZ, a JC rel32 and a LOOPNE that do
+     * not jump: the pair stays the JMP's
+     */
+    ".globl lbr_nt, lbr_nt_from, lbr_nt_to\n"
+    "lbr_nt:\n\t"
+    "LBR_ON\n"
+    "lbr_nt_from: jmp lbr_nt_to\n\t"
+    "ud2\n"
+    "lbr_nt_to:\n\t"
+    "xor %eax, %eax\n\t"
+    "jnz lbr_nt_bad\n\t"
+    "mov $1, %ecx\n\t"
+    "loop lbr_nt_bad\n\t"
+    "inc %ecx\n\t"
+    "jecxz lbr_nt_bad\n\t"
+    "clc\n\t"
+    "jc lbr_nt_bad32\n\t"
+    "xor %eax, %eax\n\t"
+    "mov $5, %ecx\n\t"
+    "loopne lbr_nt_bad\n\t"    /* ZF = 1 */
+    "LBR_OFF\n\t"
+    "ret\n"
+    "lbr_nt_bad:\n\t"
+    "LBR_OFF\n\t"
+    "ret\n\t"
+    ".fill 200, 1, 0xcc\n"
+    "lbr_nt_bad32:\n\t"
+    "LBR_OFF\n\t"
+    "ret\n"
+
+    /* Two branches: only the last pair is kept */
+    ".globl lbr_two, lbr_two_from, lbr_two_to\n"
+    "lbr_two:\n\t"
+    "LBR_ON\n\t"
+    "jmp 1f\n\t"
+    "ud2\n"
+    "1:\n"
+    "lbr_two_from: call lbr_two_to\n\t"
+    "ud2\n"
+    "lbr_two_to:\n\t"
+    "LBR_OFF\n\t"
+    "add $4, %esp\n\t"
+    "ret\n"
+
+    ".globl lbr_ljmp, lbr_ljmp_from, lbr_ljmp_to\n"
+    "lbr_ljmp:\n\t"
+    "LBR_ON\n"
+    "lbr_ljmp_from: ljmp $" LBR_XSTR(KERNEL_CS) ", $lbr_ljmp_to\n\t"
+    "ud2\n"
+    "lbr_ljmp_to:\n\t"
+    "LBR_OFF\n\t"
+    "ret\n"
+
+    ".globl lbr_lcall, lbr_lcall_from, lbr_lcall_to\n"
+    "lbr_lcall:\n\t"
+    "LBR_ON\n"
+    "lbr_lcall_from: lcall $" LBR_XSTR(KERNEL_CS) ", $lbr_lcall_to\n\t"
+    "ud2\n"
+    "lbr_lcall_to:\n\t"
+    "LBR_OFF\n\t"
+    "add $8, %esp\n\t"
+    "ret\n"
+
+    ".globl lbr_lret, lbr_lret_from, lbr_lret_to\n"
+    "lbr_lret:\n\t"
+    "LBR_ON\n\t"
+    "push %cs\n\t"
+    "push $lbr_lret_to\n"
+    "lbr_lret_from: lret\n\t"
+    "ud2\n"
+    "lbr_lret_to:\n\t"
+    "LBR_OFF\n\t"
+    "ret\n"
+
+    ".globl lbr_iret, lbr_iret_from, lbr_iret_to\n"
+    "lbr_iret:\n\t"
+    "LBR_ON\n\t"
+    "pushf\n\t"
+    "push %cs\n\t"
+    "push $lbr_iret_to\n"
+    "lbr_iret_from: iret\n\t"
+    "ud2\n"
+    "lbr_iret_to:\n\t"
+    "LBR_OFF\n\t"
+    "ret\n"
+
+    /*
+     * CS base LBR_CS_BASE: a far JMP into the based segment, a near JMP
+     * in it, a far JMP out of it
+     */
+    ".globl lbr_csin, lbr_csin_from, lbr_csin_to\n"
+    "lbr_csin:\n\t"
+    "LBR_ON\n"
+    "lbr_csin_from: ljmp $" LBR_XSTR(LBR_CS_SEL) ", $lbr_csin_to - "
+        LBR_XSTR(LBR_CS_BASE) "\n\t"
+    "ud2\n"
+    "lbr_csin_to:\n\t"
+    "LBR_OFF\n\t"
+    "ljmp $" LBR_XSTR(KERNEL_CS) ", $1f\n"
+    "1: ret\n"
+
+    ".globl lbr_csnear, lbr_csnear_from, lbr_csnear_to\n"
+    "lbr_csnear:\n\t"
+    "ljmp $" LBR_XSTR(LBR_CS_SEL) ", $1f - " LBR_XSTR(LBR_CS_BASE) "\n"
+    "1:\n\t"
+    "LBR_ON\n"
+    "lbr_csnear_from: jmp lbr_csnear_to\n\t"
+    "ud2\n"
+    "lbr_csnear_to:\n\t"
+    "LBR_OFF\n\t"
+    "ljmp $" LBR_XSTR(KERNEL_CS) ", $1f\n"
+    "1: ret\n"
+
+    ".globl lbr_csout, lbr_csout_from, lbr_csout_to\n"
+    "lbr_csout:\n\t"
+    "ljmp $" LBR_XSTR(LBR_CS_SEL) ", $1f - " LBR_XSTR(LBR_CS_BASE) "\n"
+    "1:\n\t"
+    "LBR_ON\n"
+    "lbr_csout_from: ljmp $" LBR_XSTR(KERNEL_CS) ", $lbr_csout_to\n\t"
+    "ud2\n"
+    "lbr_csout_to:\n\t"
+    "LBR_OFF\n\t"
+    "ret\n"
+
+    /* rule 4: INT n after a JMP, returning by IRET */
+    ".globl lbr_int, lbr_int_jmp, lbr_int_at, lbr_int_ret\n"
+    "lbr_int:\n\t"
+    "LBR_ON\n"
+    "lbr_int_jmp: jmp lbr_int_at\n\t"
+    "ud2\n"
+    "lbr_int_at: int $" LBR_XSTR(LBR_INT_VECTOR) "\n"
+    "lbr_int_ret:\n\t"
+    "LBR_OFF\n\t"
+    "ret\n"
+
+    ".globl lbr_int_handler, lbr_int_iret\n"
+    "lbr_int_handler:\n\t"
+    "LBR_SAVE lbr_in_int\n"
+    "lbr_int_iret: iret\n"
+
+    /* ... the same in the segment of base LBR_CS_BASE */
+    ".globl lbr_csint, lbr_csint_jmp, lbr_csint_at, lbr_csint_ret\n"
+    "lbr_csint:\n\t"
+    "ljmp $" LBR_XSTR(LBR_CS_SEL) ", $1f - " LBR_XSTR(LBR_CS_BASE) "\n"
+    "1:\n\t"
+    "LBR_ON\n"
+    "lbr_csint_jmp: jmp lbr_csint_at\n\t"
+    "ud2\n"
+    "lbr_csint_at: int $" LBR_XSTR(LBR_INT_VECTOR) "\n"
+    "lbr_csint_ret:\n\t"
+    "LBR_OFF\n\t"
+    "ljmp $" LBR_XSTR(KERNEL_CS) ", $1f\n"
+    "1: ret\n"
+
+    /* #UD (a fault) from UD2; the handler resumes at lbr_ud_ret */
+    ".globl lbr_ud, lbr_ud_jmp, lbr_ud_at, lbr_ud_ret\n"
+    "lbr_ud:\n\t"
+    "LBR_ON\n"
+    "lbr_ud_jmp: jmp lbr_ud_at\n\t"
+    "ud2\n"
+    "lbr_ud_at: ud2\n"
+    "lbr_ud_ret:\n\t"
+    "LBR_OFF\n\t"
+    "ret\n"
+
+    ".globl lbr_ud_handler, lbr_ud_iret\n"
+    "lbr_ud_handler:\n\t"
+    "LBR_SAVE lbr_in_exc\n\t"
+    "movl $lbr_ud_ret, (%esp)\n"
+    "lbr_ud_iret: iret\n"
+
+    /*
+     * #GP(FFF8h) (a fault) from MOV DS of a selector beyond the GDT's
+     * limit; the handler resumes at lbr_gp_ret
+     */
+    ".globl lbr_gp, lbr_gp_jmp, lbr_gp_at, lbr_gp_ret\n"
+    "lbr_gp:\n\t"
+    "LBR_ON\n\t"
+    "mov $0xfff8, %eax\n"
+    "lbr_gp_jmp: jmp lbr_gp_at\n\t"
+    "ud2\n"
+    "lbr_gp_at: mov %eax, %ds\n"
+    "lbr_gp_ret:\n\t"
+    "LBR_OFF\n\t"
+    "ret\n"
+
+    /* A far JMP to selector FFF8h: #GP(FFF8h) at the JMP, not taken */
+    ".globl lbr_gpj, lbr_gpj_jmp, lbr_gpj_at, lbr_gpj_ret\n"
+    "lbr_gpj:\n\t"
+    "LBR_ON\n"
+    "lbr_gpj_jmp: jmp lbr_gpj_at\n\t"
+    "ud2\n"
+    "lbr_gpj_at: ljmp $0xfff8, $lbr_gpj_ret\n"
+    "lbr_gpj_ret:\n\t"
+    "LBR_OFF\n\t"
+    "ret\n"
+
+    /* #GP: resumes at lbr_gp_resume */
+    ".globl lbr_gp_handler, lbr_gp_iret\n"
+    "lbr_gp_handler:\n\t"
+    "LBR_SAVE lbr_in_exc\n\t"
+    "popl lbr_gp_error\n\t"
+    "push %eax\n\t"
+    "mov lbr_gp_resume, %eax\n\t"
+    "mov %eax, 4(%esp)\n\t"
+    "pop %eax\n"
+    "lbr_gp_iret: iret\n"
+
+    /* INT3: #BP, a trap, not a debug exception */
+    ".globl lbr_bp, lbr_bp_jmp, lbr_bp_at, lbr_bp_ret\n"
+    "lbr_bp:\n\t"
+    "LBR_ON\n"
+    "lbr_bp_jmp: jmp lbr_bp_at\n\t"
+    "ud2\n"
+    "lbr_bp_at: int3\n"
+    "lbr_bp_ret:\n\t"
+    "LBR_OFF\n\t"
+    "ret\n"
+
+    ".globl lbr_bp_handler, lbr_bp_iret\n"
+    "lbr_bp_handler:\n\t"
+    "LBR_SAVE lbr_in_exc\n"
+    "lbr_bp_iret: iret\n"
+
+    /*
+     * A hardware interrupt: the self-IPI is pending (IF = 0); STI lets it
+     * in after the NOP in the STI's shadow, before the CLI
+     */
+    ".globl lbr_hw, lbr_hw_jmp, lbr_hw_sti, lbr_hw_at\n"
+    "lbr_hw:\n\t"
+    "LBR_ON\n"
+    "lbr_hw_jmp: jmp lbr_hw_sti\n\t"
+    "ud2\n"
+    "lbr_hw_sti: sti\n\t"
+    "nop\n"
+    "lbr_hw_at: cli\n\t"
+    "LBR_OFF\n\t"
+    "ret\n"
+
+    /* ... and STI; HLT: the interrupt ends the HLT */
+    ".globl lbr_hlt, lbr_hlt_jmp, lbr_hlt_sti, lbr_hlt_at\n"
+    "lbr_hlt:\n\t"
+    "LBR_ON\n"
+    "lbr_hlt_jmp: jmp lbr_hlt_sti\n\t"
+    "ud2\n"
+    "lbr_hlt_sti: sti\n\t"
+    "hlt\n"
+    "lbr_hlt_at: cli\n\t"
+    "LBR_OFF\n\t"
+    "ret\n"
+
+    ".globl lbr_hw_handler, lbr_hw_iret\n"
+    "lbr_hw_handler:\n\t"
+    "LBR_SAVE lbr_in_int\n\t"
+    "movl $0, " LBR_XSTR(APIC_BASE + APIC_EOI) "\n"
+    "lbr_hw_iret: iret\n"
+
+    /*
+     * rule 5: a JMP, INT n (and its IRET), then POPF sets TF: the JMP
+     * after it is single-stepped, #DB before lbr_tf_to
+     */
+    ".globl lbr_tf, lbr_tf_j1, lbr_tf_int, lbr_tf_after, lbr_tf_j2, "
+        "lbr_tf_to\n"
+    "lbr_tf:\n\t"
+    "LBR_ON\n"
+    "lbr_tf_j1: jmp lbr_tf_int\n\t"
+    "ud2\n"
+    "lbr_tf_int: int $" LBR_XSTR(LBR_INT_VECTOR) "\n"
+    "lbr_tf_after:\n\t"
+    "pushf\n\t"
+    "orl $" LBR_XSTR(X86_EFLAGS_TF) ", (%esp)\n\t"
+    "popf\n"
+    "lbr_tf_j2: jmp lbr_tf_to\n\t"
+    "ud2\n"
+    "lbr_tf_to:\n\t"
+    "LBR_OFF\n\t"
+    "ret\n"
+
+    /* The same with a DR0 breakpoint (a fault) at lbr_dr_at */
+    ".globl lbr_dr, lbr_dr_j1, lbr_dr_int, lbr_dr_after, lbr_dr_j2, "
+        "lbr_dr_at\n"
+    "lbr_dr:\n\t"
+    "LBR_ON\n"
+    "lbr_dr_j1: jmp lbr_dr_int\n\t"
+    "ud2\n"
+    "lbr_dr_int: int $" LBR_XSTR(LBR_INT_VECTOR) "\n"
+    "lbr_dr_after:\n"
+    "lbr_dr_j2: jmp lbr_dr_at\n\t"
+    "ud2\n"
+    "lbr_dr_at: nop\n\t"
+    "LBR_OFF\n\t"
+    "ret\n"
+
+    /* ... and with ICEBP (INT1, F1h, a trap) at lbr_icebp_at */
+    ".globl lbr_icebp, lbr_icebp_j1, lbr_icebp_int, lbr_icebp_after, "
+        "lbr_icebp_j2, lbr_icebp_at\n"
+    "lbr_icebp:\n\t"
+    "LBR_ON\n"
+    "lbr_icebp_j1: jmp lbr_icebp_int\n\t"
+    "ud2\n"
+    "lbr_icebp_int: int $" LBR_XSTR(LBR_INT_VECTOR) "\n"
+    "lbr_icebp_after:\n"
+    "lbr_icebp_j2: jmp lbr_icebp_at\n\t"
+    "ud2\n"
+    "lbr_icebp_at: .byte 0xf1\n\t"
+    "LBR_OFF\n\t"
+    "ret\n"
+
+    /* #DB: TF cleared and RF set in the frame (RF: past the DR0 fault) */
+    ".globl lbr_db_handler, lbr_db_iret\n"
+    "lbr_db_handler:\n\t"
+    "LBR_SAVE lbr_in_db\n\t"
+    "push %eax\n\t"
+    "mov %dr6, %eax\n\t"
+    "mov %eax, lbr_db_dr6\n\t"
+    "mov $0xffff0ff0, %eax\n\t"
+    "mov %eax, %dr6\n\t"
+    "pop %eax\n\t"
+    "incl lbr_db_count\n\t"
+    "andl $~" LBR_XSTR(X86_EFLAGS_TF) ", 8(%esp)\n\t"
+    "orl $0x10000, 8(%esp)\n"
+    "lbr_db_iret: iret\n"
+    ".popsection\n"
+    ".pushsection .rodata\n"
+    "lbr_jmpm_ptr: .long lbr_jmpm_to\n"
+    ".popsection");
+
+#define LBR_ROUTINE(name) void name(void);
+#define LBR_LABELS(...) extern const u8 __VA_ARGS__;
+LBR_ROUTINE(lbr_jmp) LBR_ROUTINE(lbr_jmp32) LBR_ROUTINE(lbr_jmpr)
+LBR_ROUTINE(lbr_jmpm) LBR_ROUTINE(lbr_call) LBR_ROUTINE(lbr_callr)
+LBR_ROUTINE(lbr_ret) LBR_ROUTINE(lbr_retn) LBR_ROUTINE(lbr_jz)
+LBR_ROUTINE(lbr_jnc32) LBR_ROUTINE(lbr_jback) LBR_ROUTINE(lbr_loop)
+LBR_ROUTINE(lbr_jecxz) LBR_ROUTINE(lbr_nt) LBR_ROUTINE(lbr_two)
+LBR_ROUTINE(lbr_ljmp) LBR_ROUTINE(lbr_lcall) LBR_ROUTINE(lbr_lret)
+LBR_ROUTINE(lbr_iret) LBR_ROUTINE(lbr_csin) LBR_ROUTINE(lbr_csnear)
+LBR_ROUTINE(lbr_csout) LBR_ROUTINE(lbr_int) LBR_ROUTINE(lbr_csint)
+LBR_ROUTINE(lbr_ud) LBR_ROUTINE(lbr_gp) LBR_ROUTINE(lbr_bp)
+LBR_ROUTINE(lbr_hw) LBR_ROUTINE(lbr_tf) LBR_ROUTINE(lbr_dr)
+LBR_ROUTINE(lbr_icebp) LBR_ROUTINE(lbr_gpj) LBR_ROUTINE(lbr_jmany)
+LBR_ROUTINE(lbr_cmany) LBR_ROUTINE(lbr_hlt)
+LBR_LABELS(lbr_jmp_from[], lbr_jmp_to[], lbr_jmp32_from[], lbr_jmp32_to[],
+           lbr_jmpr_from[], lbr_jmpr_to[], lbr_jmpm_from[], lbr_jmpm_to[],
+           lbr_call_from[], lbr_call_to[], lbr_callr_from[], lbr_callr_to[],
+           lbr_ret_from[], lbr_ret_to[], lbr_retn_from[], lbr_retn_to[],
+           lbr_jz_from[], lbr_jz_to[], lbr_jnc32_from[], lbr_jnc32_to[],
+           lbr_jback_from[], lbr_jback_to[], lbr_loop_from[],
+           lbr_loop_to[], lbr_jecxz_from[], lbr_jecxz_to[], lbr_nt_from[],
+           lbr_nt_to[], lbr_two_from[], lbr_two_to[], lbr_ljmp_from[],
+           lbr_ljmp_to[], lbr_lcall_from[], lbr_lcall_to[],
+           lbr_lret_from[], lbr_lret_to[], lbr_iret_from[], lbr_iret_to[],
+           lbr_csin_from[], lbr_csin_to[], lbr_csnear_from[],
+           lbr_csnear_to[], lbr_csout_from[], lbr_csout_to[])
+LBR_LABELS(lbr_int_jmp[], lbr_int_at[], lbr_int_ret[], lbr_int_handler[],
+           lbr_int_iret[], lbr_csint_jmp[], lbr_csint_at[],
+           lbr_csint_ret[], lbr_ud_jmp[], lbr_ud_at[], lbr_ud_ret[],
+           lbr_ud_handler[], lbr_ud_iret[], lbr_gp_jmp[], lbr_gp_at[],
+           lbr_gp_ret[], lbr_gp_handler[], lbr_gp_iret[], lbr_bp_jmp[],
+           lbr_bp_at[], lbr_bp_ret[], lbr_bp_handler[], lbr_bp_iret[],
+           lbr_hw_jmp[], lbr_hw_sti[], lbr_hw_at[], lbr_hw_handler[],
+           lbr_hw_iret[], lbr_tf_j1[], lbr_tf_int[], lbr_tf_after[],
+           lbr_tf_j2[], lbr_tf_to[], lbr_dr_j1[], lbr_dr_int[],
+           lbr_dr_after[], lbr_dr_j2[], lbr_dr_at[], lbr_icebp_j1[],
+           lbr_icebp_int[], lbr_icebp_after[], lbr_icebp_j2[],
+           lbr_icebp_at[], lbr_db_handler[], lbr_db_iret[])
+LBR_LABELS(lbr_gpj_jmp[], lbr_gpj_at[], lbr_gpj_ret[], lbr_jmany_from[],
+           lbr_jmany_to[], lbr_cmany_from[], lbr_cmany_to[], lbr_hlt_jmp[],
+           lbr_hlt_sti[], lbr_hlt_at[])
+
+/* EIP of a label in the segment of base LBR_CS_BASE */
+static u32 cs_off(const u8 *label)
+{
+    return lin(label) - LBR_CS_BASE;
+}
+
+/*
+ * RDMSR of the five MSRs; a vector other than 0 in *@vec (or'ed) and
+ * ~0 in the value when one faulted
+ */
+static struct lbr_msrs read_lbr(int *vec)
+{
+    static const u32 idx[5] = {
+        MSR_DEBUGCTLMSR, MSR_LASTBRANCHFROMIP, MSR_LASTBRANCHTOIP,
+        MSR_LASTINTFROMIP, MSR_LASTINTTOIP,
+    };
+    u64 v[5];
+    int i, e = 0;
+
+    for (i = 0; i < 5; i++) {
+        int x = rdmsr_safe(idx[i], &v[i]);
+
+        if (x) {
+            v[i] = ~0ull;
+            e = x;
+        }
+    }
+    if (vec) {
+        *vec = e;
+    }
+    return (struct lbr_msrs){ v[0], v[1], v[2], v[3], v[4] };
+}
+
+static bool lbr_eq(const struct lbr_msrs *a, const struct lbr_msrs *b)
+{
+    return a->ctl == b->ctl && a->from == b->from && a->to == b->to &&
+           a->efrom == b->efrom && a->eto == b->eto;
+}
+
+/* Five values as "DEBUGCTLMSR x, branch x -> x, exception x -> x" */
+static const char *lbr_str(char *buf, size_t size, const struct lbr_msrs *m)
+{
+    snprintf(buf, size, "DEBUGCTLMSR %llx, branch %llx -> %llx, exception "
+             "%llx -> %llx", m->ctl, m->from, m->to, m->efrom, m->eto);
+    return buf;
+}
+
+/* @m holds these (EDX = 0 in all five) */
+static void check_lbr(const char *what, const struct lbr_msrs *m, u32 ctl,
+                      u32 from, u32 to, u32 efrom, u32 eto)
+{
+    char got[160];
+
+    report(m->ctl == ctl && m->from == from && m->to == to &&
+           m->efrom == efrom && m->eto == eto,
+           "%s - expect DEBUGCTLMSR %x, branch %x -> %x, exception %x -> %x "
+           "(got %s)", what, ctl, from, to, efrom, eto,
+           lbr_str(got, sizeof(got), m));
+}
+
+/* Run @fn; the five MSRs after it, which must not fault */
+static struct lbr_msrs run_lbr(void (*fn)(void))
+{
+    struct lbr_msrs m;
+    int vec;
+
+    fn();
+    m = read_lbr(&vec);
+    if (vec) {
+        report(false, "RDMSR of DEBUGCTLMSR, 1DBH-1DEH - expect no fault "
+               "(got vector %d)", vec);
+    }
+    return m;
+}
+
+/*
+ * The INT n, #BP, #DB and self-IPI handlers of these tests.  The #UD and
+ * #GP ones are in place only while lbr_ud and lbr_gp run (lbr_ud_run(),
+ * lbr_gp_run()): the *_safe helpers need the usual ones.
+ */
+static void lbr_handlers(bool on)
+{
+    set_raw_handler(LBR_INT_VECTOR, on ? lin(lbr_int_handler) : 0);
+    set_raw_handler(LBR_HW_VECTOR, on ? lin(lbr_hw_handler) : 0);
+    set_raw_handler(BP_VECTOR, on ? lin(lbr_bp_handler) : 0);
+    set_raw_handler(DB_VECTOR, on ? lin(lbr_db_handler) : 0);
+}
+
+/* lbr_ud and lbr_gp with their handlers (the C code runs with LBR clear) */
+static void lbr_ud_run(void)
+{
+    set_raw_handler(UD_VECTOR, lin(lbr_ud_handler));
+    lbr_ud();
+    set_raw_handler(UD_VECTOR, 0);
+}
+
+static void lbr_gp_run(void)
+{
+    lbr_gp_resume = lin(lbr_gp_ret);
+    set_raw_handler(GP_VECTOR, lin(lbr_gp_handler));
+    lbr_gp();
+    set_raw_handler(GP_VECTOR, 0);
+}
+
+static void lbr_gpj_run(void)
+{
+    lbr_gp_resume = lin(lbr_gpj_ret);
+    set_raw_handler(GP_VECTOR, lin(lbr_gp_handler));
+    lbr_gpj();
+    set_raw_handler(GP_VECTOR, 0);
+}
+
+/* Rules 1, 2: DEBUGCTLMSR's bits, RESET values, the read-only four */
+static void test_lbr_msrs(void)
+{
+    static const u32 ok[] = { 0x01, 0x02, 0x04, 0x08, 0x10, 0x20, 0x40,
+                              0x7f, 0x3c, 0x00 };
+    struct lbr_msrs m = read_lbr(NULL);
+    u32 i, nbad = 0, first_bad = 0;
+    u64 got = 0;
+    int vec;
+
+    report_prefix_push("MSRs");
+    check_lbr("after RESET", &m, 0, 0, 0, 0, 0);
+    for (i = 0; i < ARRAY_SIZE(ok); i++) {
+        vec = wrmsr_safe(MSR_DEBUGCTLMSR, ok[i]);
+        got = ~0ull;
+        rdmsr_safe(MSR_DEBUGCTLMSR, &got);
+        report(!vec && got == ok[i], "WRMSR(DEBUGCTLMSR, %x) - expect "
+               "accepted, read back (got vector %d, %llx)", ok[i], vec, got);
+    }
+    /* Bits 7-63: #GP, DEBUGCTLMSR unchanged (here PB0-3, TR, BTF set) */
+    wrmsr(MSR_DEBUGCTLMSR, 0x7e);
+    for (i = 7; i < 64; i++) {
+        u64 val = 0x7e | BIT_ULL(i);
+
+        vec = wrmsr_safe(MSR_DEBUGCTLMSR, val);
+        got = ~0ull;
+        rdmsr_safe(MSR_DEBUGCTLMSR, &got);
+        if (vec != GP_VECTOR || got != 0x7e) {
+            if (!nbad++) {
+                first_bad = i;
+            }
+        }
+    }
+    report(!nbad, "WRMSR(DEBUGCTLMSR, 7eh | 1 << n), n = 7 to 63 - expect "
+           "#GP, 7eh kept each time (got %u wrong, the first for bit %u)",
+           nbad, first_bad);
+    vec = wrmsr_safe(MSR_DEBUGCTLMSR, 0xffffffffffffffffull);
+    got = ~0ull;
+    rdmsr_safe(MSR_DEBUGCTLMSR, &got);
+    report(vec == GP_VECTOR && got == 0x7e, "WRMSR(DEBUGCTLMSR, all ones) - "
+           "expect #GP, 7eh kept (got vector %d, %llx)", vec, got);
+    wrmsr(MSR_DEBUGCTLMSR, 0);
+    report_prefix_pop();
+}
+
+/* Rule 2, after a branch left values in them: WRMSR #GPs, changes nothing */
+static void test_lbr_readonly(void)
+{
+    static const u32 idx[4] = { MSR_LASTBRANCHFROMIP, MSR_LASTBRANCHTOIP,
+                                MSR_LASTINTFROMIP, MSR_LASTINTTOIP };
+    static const u64 vals[3] = { 0, 0x12345678, 0x400000 };
+    struct lbr_msrs before = run_lbr(lbr_int), after;
+    char got[160];
+    u32 i, j;
+    int vec;
+
+    report_prefix_push("read-only");
+    for (i = 0; i < 4; i++) {
+        for (j = 0; j < 3; j++) {
+            vec = wrmsr_safe(idx[i], vals[j]);
+            after = read_lbr(NULL);
+            report(vec == GP_VECTOR && lbr_eq(&before, &after),
+                   "WRMSR(%x, %llx) - expect #GP, all five unchanged (got "
+                   "vector %d, %s)", idx[i], vals[j], vec,
+                   lbr_str(got, sizeof(got), &after));
+        }
+    }
+    report_prefix_pop();
+}
+
+struct lbr_case {
+    const char *what;
+    void (*fn)(void);
+    u32 from, to;
+};
+
+/* Rule 3 (and 6: no interrupt or exception recorded yet, so 0 -> 0) */
+static void test_lbr_branches(void)
+{
+    const struct lbr_case cases[] = {
+        { "JMP rel8", lbr_jmp, lin(lbr_jmp_from), lin(lbr_jmp_to) },
+        { "JMP rel32", lbr_jmp32, lin(lbr_jmp32_from), lin(lbr_jmp32_to) },
+        { "JMP EAX", lbr_jmpr, lin(lbr_jmpr_from), lin(lbr_jmpr_to) },
+        { "JMP [m32]", lbr_jmpm, lin(lbr_jmpm_from), lin(lbr_jmpm_to) },
+        { "CALL rel32", lbr_call, lin(lbr_call_from), lin(lbr_call_to) },
+        { "CALL EAX", lbr_callr, lin(lbr_callr_from), lin(lbr_callr_to) },
+        { "RET", lbr_ret, lin(lbr_ret_from), lin(lbr_ret_to) },
+        { "RET 4", lbr_retn, lin(lbr_retn_from), lin(lbr_retn_to) },
+        { "JZ rel8, ZF = 1", lbr_jz, lin(lbr_jz_from), lin(lbr_jz_to) },
+        { "JNC rel32, CF = 0", lbr_jnc32, lin(lbr_jnc32_from),
+          lin(lbr_jnc32_to) },
+        { "JNZ backwards, taken once, then not", lbr_jback,
+          lin(lbr_jback_from), lin(lbr_jback_to) },
+        { "JNZ backwards, taken 999 times, then not", lbr_jmany,
+          lin(lbr_jmany_from), lin(lbr_jmany_to) },
+        { "1000 CALL; RET; LOOP: the last RET", lbr_cmany,
+          lin(lbr_cmany_from), lin(lbr_cmany_to) },
+        { "LOOP, ECX 2", lbr_loop, lin(lbr_loop_from), lin(lbr_loop_to) },
+        { "JECXZ, ECX 0", lbr_jecxz, lin(lbr_jecxz_from),
+          lin(lbr_jecxz_to) },
+        { "JMP, then JNZ, LOOP, JECXZ, JC rel32, LOOPNE not taken: the "
+          "JMP's pair", lbr_nt, lin(lbr_nt_from), lin(lbr_nt_to) },
+        { "JMP, then CALL: the CALL's pair only", lbr_two,
+          lin(lbr_two_from), lin(lbr_two_to) },
+        { "far JMP", lbr_ljmp, lin(lbr_ljmp_from), lin(lbr_ljmp_to) },
+        { "far CALL", lbr_lcall, lin(lbr_lcall_from), lin(lbr_lcall_to) },
+        { "far RET", lbr_lret, lin(lbr_lret_from), lin(lbr_lret_to) },
+        { "IRET", lbr_iret, lin(lbr_iret_from), lin(lbr_iret_to) },
+        { "far JMP to CS.base 10000h: the target's offset", lbr_csin,
+          lin(lbr_csin_from), cs_off(lbr_csin_to) },
+        { "JMP in CS.base 10000h: offsets", lbr_csnear,
+          cs_off(lbr_csnear_from), cs_off(lbr_csnear_to) },
+        { "far JMP from CS.base 10000h: the source's offset", lbr_csout,
+          cs_off(lbr_csout_from), lin(lbr_csout_to) },
+    };
+    struct lbr_msrs m;
+    char what[120];
+    u32 i;
+
+    report_prefix_push("branches");
+    for (i = 0; i < ARRAY_SIZE(cases); i++) {
+        m = run_lbr(cases[i].fn);
+        snprintf(what, sizeof(what), "%s", cases[i].what);
+        check_lbr(what, &m, 0, cases[i].from, cases[i].to, 0, 0);
+    }
+    /*
+     * Rule 1: PB0-PB3 and TR have no effect (on hardware, 17.14.1 leaves
+     * the four MSRs undefined while TR is set: this is the emulation's
+     * rule)
+     */
+    lbr_on_val = DEBUGCTL_LBR | DEBUGCTL_PB_BITS;
+    m = run_lbr(lbr_jmp);
+    check_lbr("JMP rel8 with PB0-PB3 set", &m, 0, lin(lbr_jmp_from),
+              lin(lbr_jmp_to), 0, 0);
+    lbr_on_val = DEBUGCTL_LBR | DEBUGCTL_TR;
+    m = run_lbr(lbr_call);
+    check_lbr("CALL rel32 with TR set (no effect)", &m, 0,
+              lin(lbr_call_from), lin(lbr_call_to), 0, 0);
+    lbr_on_val = DEBUGCTL_LBR;
+    report_prefix_pop();
+}
+
+static void lbr_poison(void)
+{
+    memset(&lbr_in_int, 0xee, sizeof(lbr_in_int));
+    memset(&lbr_in_exc, 0xee, sizeof(lbr_in_exc));
+    memset(&lbr_in_db, 0xee, sizeof(lbr_in_db));
+    lbr_db_dr6 = 0;
+    lbr_db_count = 0;
+    lbr_gp_error = ~0u;
+}
+
+/* Rule 4: the handler's copy, then the MSRs after its IRET */
+static void test_lbr_interrupts(void)
+{
+    struct lbr_msrs m;
+
+    report_prefix_push("interrupts");
+    lbr_poison();
+    m = run_lbr(lbr_int);
+    check_lbr("INT 41h after a JMP, in the handler", &lbr_in_int,
+              DEBUGCTL_LBR, lin(lbr_int_at), lin(lbr_int_handler),
+              lin(lbr_int_jmp), lin(lbr_int_at));
+    check_lbr("INT 41h, after the handler's IRET", &m, 0,
+              lin(lbr_int_iret), lin(lbr_int_ret), lin(lbr_int_jmp),
+              lin(lbr_int_at));
+
+    lbr_poison();
+    m = run_lbr(lbr_csint);
+    check_lbr("INT 41h in CS.base 10000h, in the handler (CS.base 0)",
+              &lbr_in_int, DEBUGCTL_LBR, cs_off(lbr_csint_at),
+              lin(lbr_int_handler), cs_off(lbr_csint_jmp),
+              cs_off(lbr_csint_at));
+    check_lbr("INT 41h in CS.base 10000h, after the IRET", &m, 0,
+              lin(lbr_int_iret), cs_off(lbr_csint_ret),
+              cs_off(lbr_csint_jmp), cs_off(lbr_csint_at));
+
+    lbr_poison();
+    m = run_lbr(lbr_ud_run);
+    check_lbr("#UD from UD2 after a JMP, in the handler", &lbr_in_exc,
+              DEBUGCTL_LBR, lin(lbr_ud_at), lin(lbr_ud_handler),
+              lin(lbr_ud_jmp), lin(lbr_ud_at));
+    check_lbr("#UD, after the handler's IRET", &m, 0, lin(lbr_ud_iret),
+              lin(lbr_ud_ret), lin(lbr_ud_jmp), lin(lbr_ud_at));
+
+    lbr_poison();
+    m = run_lbr(lbr_gp_run);
+    report(lbr_gp_error == 0xfff8, "MOV DS, FFF8h - expect #GP(FFF8h) (got "
+           "error code %x)", lbr_gp_error);
+    check_lbr("#GP from MOV DS after a JMP, in the handler", &lbr_in_exc,
+              DEBUGCTL_LBR, lin(lbr_gp_at), lin(lbr_gp_handler),
+              lin(lbr_gp_jmp), lin(lbr_gp_at));
+    check_lbr("#GP, after the handler's IRET", &m, 0, lin(lbr_gp_iret),
+              lin(lbr_gp_ret), lin(lbr_gp_jmp), lin(lbr_gp_at));
+
+    lbr_poison();
+    m = run_lbr(lbr_gpj_run);
+    report(lbr_gp_error == 0xfff8, "far JMP to FFF8h - expect #GP(FFF8h) "
+           "(got error code %x)", lbr_gp_error);
+    check_lbr("#GP from a far JMP after a JMP (the far JMP not taken), in "
+              "the handler", &lbr_in_exc, DEBUGCTL_LBR, lin(lbr_gpj_at),
+              lin(lbr_gp_handler), lin(lbr_gpj_jmp), lin(lbr_gpj_at));
+    check_lbr("#GP from a far JMP, after the handler's IRET", &m, 0,
+              lin(lbr_gp_iret), lin(lbr_gpj_ret), lin(lbr_gpj_jmp),
+              lin(lbr_gpj_at));
+
+    lbr_poison();
+    m = run_lbr(lbr_bp);
+    check_lbr("INT3 (#BP, not a debug exception: LBR stays set) after a "
+              "JMP, in the handler", &lbr_in_exc, DEBUGCTL_LBR,
+              lin(lbr_bp_at), lin(lbr_bp_handler), lin(lbr_bp_jmp),
+              lin(lbr_bp_at));
+    check_lbr("INT3, after the handler's IRET", &m, 0, lin(lbr_bp_iret),
+              lin(lbr_bp_ret), lin(lbr_bp_jmp), lin(lbr_bp_at));
+
+    if (!(cpuid(1).d & CPUID_1_EDX_APIC)) {
+        report_skip("no local APIC: no hardware interrupt test");
+        report_prefix_pop();
+        return;
+    }
+    enable_apic();
+    cli();
+    apic_write(APIC_ICR, APIC_DEST_SELF | APIC_INT_ASSERT | APIC_DM_FIXED |
+               LBR_HW_VECTOR);
+    lbr_poison();
+    report(apic_vector_bit(APIC_IRR, LBR_HW_VECTOR), "self-IPI %xh with IF "
+           "= 0 - expect pending in the IRR", LBR_HW_VECTOR);
+    m = run_lbr(lbr_hw);
+    check_lbr("self-IPI taken after STI; NOP, in the handler: from the next "
+              "instruction", &lbr_in_int, DEBUGCTL_LBR, lin(lbr_hw_at),
+              lin(lbr_hw_handler), lin(lbr_hw_jmp), lin(lbr_hw_sti));
+    check_lbr("self-IPI, after the handler's IRET", &m, 0, lin(lbr_hw_iret),
+              lin(lbr_hw_at), lin(lbr_hw_jmp), lin(lbr_hw_sti));
+
+    apic_write(APIC_ICR, APIC_DEST_SELF | APIC_INT_ASSERT | APIC_DM_FIXED |
+               LBR_HW_VECTOR);
+    lbr_poison();
+    m = run_lbr(lbr_hlt);
+    check_lbr("self-IPI pending at STI; HLT, in the handler: from the "
+              "instruction after the HLT", &lbr_in_int, DEBUGCTL_LBR,
+              lin(lbr_hlt_at), lin(lbr_hw_handler), lin(lbr_hlt_jmp),
+              lin(lbr_hlt_sti));
+    check_lbr("STI; HLT, after the handler's IRET", &m, 0, lin(lbr_hw_iret),
+              lin(lbr_hlt_at), lin(lbr_hlt_jmp), lin(lbr_hlt_sti));
+    report_prefix_pop();
+}
+
+/*
+ * Rule 5: a JMP, INT 41h, its IRET, a JMP, then #DB.  In the #DB handler
+ * LBR (and BTF) are clear; the branch pair is the second JMP, the
+ * exception pair the first JMP (what INT 41h copied); the IRET of the
+ * #DB handler is not recorded.
+ */
+static void check_db(const char *what, void (*fn)(void), u32 on, u32 j1,
+                     u32 at_int, u32 j2, u32 to, u32 dr6_bit)
+{
+    char buf[160];
+    struct lbr_msrs m;
+
+    lbr_poison();
+    lbr_on_val = on;
+    m = run_lbr(fn);
+    lbr_on_val = DEBUGCTL_LBR;
+    snprintf(buf, sizeof(buf), "%s, DEBUGCTLMSR %x, in the #DB handler",
+             what, on);
+    check_lbr(buf, &lbr_in_db, on & ~(DEBUGCTL_LBR | DEBUGCTL_BTF), j2, to,
+              j1, at_int);
+    report(lbr_db_count == 1 && (lbr_db_dr6 & dr6_bit) == dr6_bit,
+           "%s - expect one #DB, DR6 bits %x set (got %u, DR6 %x)", what,
+           dr6_bit, lbr_db_count, lbr_db_dr6);
+    snprintf(buf, sizeof(buf), "%s, after the #DB handler's IRET", what);
+    check_lbr(buf, &m, 0, j2, to, j1, at_int);
+}
+
+static void test_lbr_debug(void)
+{
+    report_prefix_push("#DB");
+    check_db("single-step (TF) after a JMP", lbr_tf, DEBUGCTL_LBR,
+             lin(lbr_tf_j1), lin(lbr_tf_int), lin(lbr_tf_j2), lin(lbr_tf_to),
+             DR6_BS);
+    /* BTF as well: the JMP is the first branch after POPF either way */
+    check_db("single-step (TF) after a JMP", lbr_tf,
+             DEBUGCTL_LBR | DEBUGCTL_BTF | DEBUGCTL_PB_BITS,
+             lin(lbr_tf_j1), lin(lbr_tf_int), lin(lbr_tf_j2), lin(lbr_tf_to),
+             DR6_BS);
+    asm volatile("mov %0, %%dr0\n\t"
+                 "mov %1, %%dr7"        /* L0, execute, 1 byte */
+                 : : "r"(lin(lbr_dr_at)), "r"(0x401) : "memory");
+    check_db("DR0 breakpoint after a JMP", lbr_dr, DEBUGCTL_LBR,
+             lin(lbr_dr_j1), lin(lbr_dr_int), lin(lbr_dr_j2), lin(lbr_dr_at),
+             DR6_B0);
+    asm volatile("mov %0, %%dr7" : : "r"(0x400) : "memory");
+    check_db("ICEBP (INT1) after a JMP", lbr_icebp, DEBUGCTL_LBR,
+             lin(lbr_icebp_j1), lin(lbr_icebp_int), lin(lbr_icebp_j2),
+             lin(lbr_icebp_at), 0);
+    report_prefix_pop();
+}
+
+/* Rule 6: with LBR clear nothing is recorded, by branches or interrupts */
+static void test_lbr_off(void)
+{
+    /* what the handler copied, if there is one */
+    static const struct {
+        const char *what;
+        void (*fn)(void);
+        const struct lbr_msrs *copy;
+    } runs[] = {
+        { "JMP", lbr_jmp, NULL }, { "CALL", lbr_call, NULL },
+        { "RET", lbr_ret, NULL }, { "JZ", lbr_jz, NULL },
+        { "far CALL", lbr_lcall, NULL }, { "IRET", lbr_iret, NULL },
+        { "INT 41h", lbr_int, &lbr_in_int },
+        { "#UD", lbr_ud_run, &lbr_in_exc },
+        { "#GP", lbr_gp_run, &lbr_in_exc }, { "INT3", lbr_bp, &lbr_in_exc },
+        { "far JMP #GP", lbr_gpj_run, &lbr_in_exc },
+        { "1000 CALL; RET; LOOP", lbr_cmany, NULL },
+    };
+    static const u32 ons[] = { 0, DEBUGCTL_BTF | DEBUGCTL_PB_BITS };
+    u32 from = lin(lbr_ud_iret), to = lin(lbr_ud_ret);
+    u32 efrom = lin(lbr_ud_jmp), eto = lin(lbr_ud_at);
+    struct lbr_msrs m;
+    char buf[120];
+    u32 i, j;
+
+    report_prefix_push("LBR clear");
+    m = run_lbr(lbr_ud_run);
+    check_lbr("#UD with LBR set first", &m, 0, from, to, efrom, eto);
+    for (j = 0; j < ARRAY_SIZE(ons); j++) {
+        for (i = 0; i < ARRAY_SIZE(runs); i++) {
+            lbr_poison();
+            lbr_on_val = ons[j];
+            m = run_lbr(runs[i].fn);
+            lbr_on_val = DEBUGCTL_LBR;
+            snprintf(buf, sizeof(buf), "%s with DEBUGCTLMSR %x: nothing "
+                     "recorded", runs[i].what, ons[j]);
+            check_lbr(buf, &m, 0, from, to, efrom, eto);
+            if (runs[i].copy) {
+                snprintf(buf, sizeof(buf), "%s with DEBUGCTLMSR %x, in the "
+                         "handler", runs[i].what, ons[j]);
+                check_lbr(buf, runs[i].copy, ons[j], from, to, efrom, eto);
+            }
+        }
+    }
+    /* ... and the same code records again once LBR is set */
+    m = run_lbr(lbr_jmp);
+    check_lbr("JMP with LBR set again", &m, 0, lin(lbr_jmp_from),
+              lin(lbr_jmp_to), efrom, eto);
+    m = run_lbr(lbr_int);
+    check_lbr("INT 41h with LBR set again", &m, 0, lin(lbr_int_iret),
+              lin(lbr_int_ret), lin(lbr_int_jmp), lin(lbr_int_at));
+    report_prefix_pop();
+}
+
+/*
+ * Rule 7: what stays as upstream QEMU (TCG): CPUID.1 has neither PDCM nor
+ * DS; MSRs C1H (PERFCTR0) and 186H (EVNTSEL0) are not implemented (WRMSR
+ * ignored, RDMSR 0); RDPMC at CPL0 is #UD
+ */
+static void test_lbr_upstream(void)
+{
+    struct cpuid c = cpuid(1);
+    u64 ctr = ~0ull, sel = ~0ull;
+    u32 lo, hi;
+    int v1, v2, v3, v4, vec;
+
+    report_prefix_push("upstream");
+    report(!(c.c & CPUID_1_ECX_PDCM) && !(c.d & CPUID_1_EDX_DS),
+           "CPUID.1 - expect ECX[15] (PDCM) = 0, EDX[21] (DS) = 0 (got ECX "
+           "%x, EDX %x)", c.c, c.d);
+    v1 = wrmsr_safe(MSR_IA32_PERFEVTSEL0, 0x4300c0);    /* EN, OS, USR */
+    v2 = wrmsr_safe(MSR_IA32_PMC0, 0x1234);
+    v3 = rdmsr_safe(MSR_IA32_PMC0, &ctr);
+    v4 = rdmsr_safe(MSR_IA32_PERFEVTSEL0, &sel);
+    wrmsr_safe(MSR_IA32_PERFEVTSEL0, 0);
+    report(!v1 && !v2 && !v3 && !v4 && ctr == 0 && sel == 0,
+           "WRMSR 186H = 4300C0h, C1H = 1234h, then RDMSR - expect no "
+           "fault, both read 0 (got vectors %d %d %d %d, C1H %llx, 186H "
+           "%llx)", v1, v2, v3, v4, ctr, sel);
+    asm volatile(ASM_TRY("1f") "rdpmc\n\t1:"
+                 : "=a"(lo), "=d"(hi) : "c"(0) : "memory");
+    vec = exception_vector();
+    report(vec == UD_VECTOR, "RDPMC 0 - expect #UD (got vector %d)", vec);
+    report_prefix_pop();
+}
+
+static void test_p6(void)
+{
+    report_prefix_push("LBR");
+    test_lbr_msrs();
+    set_based_seg(LBR_CS_SEL, LBR_CS_BASE, SEG_CODE_RX);
+    test_lbr_branches();
+    lbr_handlers(true);
+    test_lbr_interrupts();
+    test_lbr_readonly();
+    test_lbr_debug();
+    test_lbr_off();
+    lbr_handlers(false);
+    wrmsr(MSR_DEBUGCTLMSR, 0);
+    report_prefix_pop();
+    test_lbr_upstream();
+}
+
+/*
+ * Rule 7, -cpu pentium3 without pmu=on: upstream QEMU ignores these MSRs
+ * (RDMSR 0, or #GP would do too); no branch is ever recorded
+ */
+static void check_nop6(const char *what)
+{
+    struct lbr_msrs m = read_lbr(NULL);
+    char got[160];
+
+    /* ~0 is what read_lbr() gives for a RDMSR that faulted */
+    report((m.from == 0 || m.from == ~0ull) && (m.to == 0 || m.to == ~0ull) &&
+           (m.efrom == 0 || m.efrom == ~0ull) &&
+           (m.eto == 0 || m.eto == ~0ull),
+           "%s - expect 1DBH-1DEH to read 0 or fault (ffffffffffffffff "
+           "here) (got %s)", what, lbr_str(got, sizeof(got), &m));
+}
+
+static void test_nop6(void)
+{
+    static const struct {
+        const char *what;
+        void (*fn)(void);
+    } runs[] = {
+        { "JMP", lbr_jmp }, { "CALL", lbr_call }, { "far JMP", lbr_ljmp },
+        { "IRET", lbr_iret }, { "JZ", lbr_jz },
+    };
+    char buf[80], got[160];
+    u32 i;
+    int vec, rvec;
+
+    report_prefix_push("LBR");
+    check_nop6("after RESET");
+    vec = wrmsr_safe(MSR_DEBUGCTLMSR, DEBUGCTL_LBR);
+    read_lbr(&rvec);
+    printf("info: WRMSR(DEBUGCTLMSR, 1): vector %d; RDMSR of the five: "
+           "vector %d\n", vec, rvec);
+    if (vec) {
+        report_skip("DEBUGCTLMSR cannot be written: no branch to run");
+    } else {
+        for (i = 0; i < ARRAY_SIZE(runs); i++) {
+            runs[i].fn();
+            snprintf(buf, sizeof(buf), "%s with DEBUGCTLMSR.LBR written",
+                     runs[i].what);
+            check_nop6(buf);
+        }
+        if (!rvec) {
+            /* the handlers read the MSRs: only when that cannot fault */
+            lbr_poison();
+            set_raw_handler(LBR_INT_VECTOR, lin(lbr_int_handler));
+            lbr_int();
+            set_raw_handler(LBR_INT_VECTOR, 0);
+            report((lbr_in_int.from == 0 && lbr_in_int.to == 0 &&
+                    lbr_in_int.efrom == 0 && lbr_in_int.eto == 0),
+                   "INT 41h, in the handler - expect 1DBH-1DEH 0 (got "
+                   "%s)", lbr_str(got, sizeof(got), &lbr_in_int));
+            check_nop6("INT 41h with DEBUGCTLMSR.LBR written");
+        }
+        wrmsr_safe(MSR_DEBUGCTLMSR, 0);
+    }
+    report_prefix_pop();
+    test_lbr_upstream();
+}
+
 int main(u32 magic, u32 mbi)
 {
     int i;
@@ -1557,7 +2756,8 @@ int main(u32 magic, u32 mbi)
     setup_desc();
     i = cmdline_choice("config", config_names, ARRAY_SIZE(config_names));
     if (i < 0) {
-        printf("ABORT: the command line needs config=nolwp|g4|max|pmu\n");
+        printf("ABORT: the command line needs "
+               "config=nolwp|g4|max|pmu|p6|nop6\n");
         abort();
     }
     config = i;
@@ -1567,6 +2767,10 @@ int main(u32 magic, u32 mbi)
     test_mode();
     if (config == CONFIG_PMU) {
         test_pmu_cs_base();
+    } else if (config == CONFIG_P6) {
+        test_p6();
+    } else if (config == CONFIG_NOP6) {
+        test_nop6();
     } else if (config == CONFIG_NOLWP) {
         test_absent();
     } else if (setup_lwp()) {

@@ -36,6 +36,8 @@ configs=(
     "tests32.elf g4    Opteron_G4,+lwp"
     "tests32.elf max   max,+lwp"
     "tests32.elf pmu   Nehalem,pmu=on"
+    "tests32.elf p6    pentium3,pmu=on"
+    "tests32.elf nop6  pentium3"
     "tests.elf   smp   max,+lwp -smp 4 -accel tcg,thread=multi"
     "tests.elf   pmu   Nehalem,pmu=on"
     "tests.elf   pmu-cost Nehalem,pmu=on,cost-model=detailed"
