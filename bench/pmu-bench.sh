@@ -24,6 +24,8 @@
 # medians and ratios. With -s MODES (a comma-separated list of the guest's
 # modes: plain, stat, stat3 = perf stat -e cycles,instructions,branches,
 # stat0, cache, record, lbr = record with LBR branch stacks (-b),
+# pebs = record of instructions:pp, ll = perf mem record of the loads
+# above 3 cycles, bts = perf record -S -e intel_bts//u (nopti),
 # record0 = perf record of /bin/true; insns,
 # recinsns, rec0insns = plain, record, record0 under perf stat of the
 # guest's instructions at CPL 3 and 0), each round is instead one pmu=on
@@ -52,9 +54,9 @@ while getopts "n:k:uo:s:h" opt; do
 done
 [[ $ROUNDS =~ ^[1-9][0-9]*$ && $KIB =~ ^[1-9][0-9]*$ ]] ||
     die "-n and -k want positive numbers"
-modes_re='(plain|stat|stat3|stat0|cache|record|lbr|record0|insns|recinsns|rec0insns)'
+modes_re='(plain|stat|stat3|stat0|cache|record|lbr|pebs|ll|bts|record0|insns|recinsns|rec0insns)'
 [[ -z $SAME || $SAME =~ ^$modes_re(,$modes_re)*$ ]] ||
-    die "-s wants modes among plain,stat,stat3,stat0,cache,record,lbr,record0,insns,recinsns,rec0insns"
+    die "-s wants modes among plain,stat,stat3,stat0,cache,record,lbr,pebs,ll,bts,record0,insns,recinsns,rec0insns"
 
 "$TOP/scripts/build.sh" >/dev/null
 OURS=$BUILD/qemu-system-x86_64
@@ -78,6 +80,8 @@ install -m 755 "$TOP/bench/pmu-bench-init" "$B/root/init"
 boot() {
     local log=$B/$1.$2.$3.serial st=0 qemu=$OURS cpu=Nehalem,pmu=on
     local append="bench.modes=$2 bench.rounds=1"
+    # Linux offers intel_bts only without page-table isolation
+    case ,$2, in *,bts,*) append+=" nopti" ;; esac
     case $1 in
     off) cpu=Nehalem ;;
     on) append+=" nmi_watchdog=0" ;;
