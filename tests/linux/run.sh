@@ -352,7 +352,8 @@ plugin_for() {
 # Trace Store, SDM 18.7.8, which Linux offers only without PTI): its
 # trace holds the loop's JNZ to the DEC it jumps back to exactly 999
 # times (the loops are objdump's, as for brstack_check), and that JNZ to
-# nowhere else.  LBR: each of perf record -b's branch stacks of brmix
+# nowhere else; and of brmix 300 every branch within its own code, in
+# order, is the plugin's trace of the same run.  LBR: each of perf record -b's branch stacks of brmix
 # 200000 is the plugin's last branches taken before the sample's
 # instruction in the same run (tests/linux/lbr-oracle.py)
 branch_boot() {
@@ -361,7 +362,7 @@ branch_boot() {
     local pargs=() res t ms arg want got exact late bad t3 t4
     rm -f "$log" "$plog"
     if arg=$(plugin_for "$dir/initramfs-perf/bin/brmix" \
-                        period=100003,brs=1,window=32,loads=3:4,pebs=2:100003:i,pebs=5:100003:c); then
+                        period=100003,brs=1,window=32,loads=3:4,pebs=2:100003:i,pebs=5:100003:c,trace=6); then
         pargs=(-plugin "$arg" -d plugin -D "$plog")
     else
         check 1 "build tests/linux/uinsn-plugin.c"
@@ -401,6 +402,14 @@ branch_boot() {
     # cycle of the cost model, one per instruction and one more per branch
     sample_match "$plog" "pebs 5" "$(sed -n 's/^@@pebscyc //p' <<<"$bev")"
     check "$(result test "${#got[@]}" -ge 19 -a "${#got[@]}" = "${#want[@]}" -a -z "$bad")" "PEBS: perf record -e cycles:upp -c 100002 of brmix 200000 (INST_RETIRED, INV, CMASK 16: the cost model's cycles): each of its ${#got[@]} samples on the instruction of every 100003rd cycle, as the plugin's stream of the same run gives them (${#want[@]} there): $exact exactly, $late at most 31 instructions after it (${bad:-no other}$(grep -m1 '^@@error pebscyc' <<<"$bev" | sed 's/^/; /'))"
+    # BTS in order: the branches within brmix's own code (the others leave
+    # it: system calls, interrupts) against the plugin's, one by one
+    mapfile -t got < <(sed -n 's/^@@btsbr //p' <<<"$bev")
+    mapfile -t want < <(sed -n 's/^t //p' "$plog" 2>/dev/null || true)
+    for ((n = 0; n < ${#got[@]} && n < ${#want[@]}; n++)); do
+        [ "${got[n]}" = "${want[n]}" ] || break
+    done
+    check "$(result test "${#got[@]}" -ge 1000 -a "${#got[@]}" = "${#want[@]}" -a "$n" = "${#got[@]}")" "BTS: perf record -e intel_bts//u of brmix 300: every branch it took within its own code, in order, is the TCG plugin's trace of the same run (${#got[@]} records, ${#want[@]} in the plugin's trace, the first $n the same$([ "$n" = "${#got[@]}" ] || echo "; then ${got[n]:-nothing} for ${want[n]:-nothing}")$(grep -m1 '^@@error btsbr' <<<"$bev" | sed 's/^/; /'))"
     t3=$(sed -n 's/^@@ldlat 3 //p' <<<"$bev") t4=$(sed -n 's/^@@ldlat 4 //p' <<<"$bev")
     res=$(sed -n 's/^@@ll //p' <<<"$bev" |
         python3 "$src/ll-oracle.py" "$plog" 997 "3:${t3:-0}" "4:${t4:-0}" 2>&1 || true)

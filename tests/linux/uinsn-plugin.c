@@ -18,7 +18,7 @@
  *
  * Arguments: lo=ADDRESS, hi=ADDRESS, entry=ADDRESS (ELF e_entry),
  * period=P, ips=R, brs=R, window=W (default 1), pebs=R:Q:E (E i or c;
- * once per run).  Prints, at exit, for
+ * once per run), trace=R.  Prints, at exit, for
  * each run R:
  *   run R insns N branches B loads L stores S
  *                              the run's instructions that retired,
@@ -52,6 +52,9 @@
  *             tests/linux/lbr-oracle.py compares it with perf's; a
  *             branch out of the program and back, a system call or an
  *             interrupt, is none here)
+ * and, with trace=R, every branch taken of run R, in order, as brs= has
+ * them (BTS's records of the program's own branches):
+ *   t F T     a branch taken from the instruction at F to the one at T
  * and, with loads=R1:R2, for each instruction of runs R1 to R2 that
  * reads memory, in the order they execute (for tests/linux/cache-oracle.py):
  *   i R A     the run and address of the instruction, then
@@ -72,6 +75,7 @@
 QEMU_PLUGIN_EXPORT int qemu_plugin_version = QEMU_PLUGIN_VERSION;
 
 static uint64_t lo, hi, entry, period, ips_run, brs_run, window = 1;
+static uint64_t trace_run;
 /* pebs=: per run (at most PEBS_RUNS), the period and the weight */
 #define PEBS_RUNS 4
 static struct {
@@ -241,6 +245,10 @@ static void insn_exec(unsigned int cpu_index, void *udata)
         ring_from[ring_top] = last;
         ring_to[ring_top] = pc;
         ring_n = MIN(ring_n + 1, RING);
+        if (run == trace_run) {
+            g_string_append_printf(out, "t %" PRIx64 " %" PRIx64 "\n", last,
+                                   pc);
+        }
     }
     last = pc;
     last_next = pc + ((v >> 2) & 15);
@@ -342,6 +350,8 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id,
             arg = &ips_run;
         } else if (!g_strcmp0(kv[0], "brs")) {
             arg = &brs_run;
+        } else if (!g_strcmp0(kv[0], "trace")) {
+            arg = &trace_run;
         } else if (!g_strcmp0(kv[0], "window")) {
             arg = &window;
         } else if (!g_strcmp0(kv[0], "pebs") && kv[1] && pebs_n < PEBS_RUNS &&
