@@ -43,9 +43,9 @@
 #   i. the PMU's counts across migration (config=pmu-migrate,
 #      tests/system/pmu.c, under -cpu Nehalem,pmu=on): a workload counted
 #      by every counter, mispredicted branches and L1D_HIT (the cache
-#      model) included, with a PMI every
-#      100003 instructions, migrated to a file and back three times at
-#      random points, prints the digest of an uninterrupted run
+#      model) included, with a PMI every 100003 instructions and a PEBS
+#      record of every 10007th branch, migrated to a file and back three
+#      times at random points, prints the digest of an uninterrupted run
 #
 # The kernels are built in build/tests-system/ (or $TESTS_SYSTEM_BUILD).
 # QEMU_DATADIR, when set, is passed as -L.  MIGRATION_SEED picks the

@@ -1046,7 +1046,12 @@ int pmu_monitor_main(void)
  * (the cache model), and the fixed counters theirs, OS and USR; PMC0
  * raises a PMI every MIG_PERIOD instructions, whose handler folds the
  * RIP it interrupted into a
- * 64-bit FNV-1a hash and reloads the counter.  The work: iters=N
+ * 64-bit FNV-1a hash and reloads the counter.  PMC1 has PEBS (choice
+ * 74): a record of every MIG_PEBS_PERIODth branch (the counter's reset
+ * value in the DS save area is -(MIG_PEBS_PERIOD - 1)), with the
+ * threshold at one record, so that the same handler folds each record
+ * whole (RFLAGS, RIP, the 16 registers, the status) and empties the
+ * buffer.  The work: iters=N
  * iterations (MIG_ITERS by default) of a linear congruential generator
  * whose bits choose a conditional branch, one of four functions called
  * through a table, and the depth of a recursion, with a progress line at
@@ -1058,9 +1063,11 @@ int pmu_monitor_main(void)
  * which every uninterrupted run prints, and which a run saved and
  * restored at any instruction must print too: the counters, the window
  * of generated code, the pending PMI, the predictor and the cache model
- * migrate.
+ * migrate, and PEBS: which counter is armed, and an assist due.
  */
 #define MIG_PERIOD      100003ull
+#define MIG_PEBS_PERIOD 10007ull
+#define MIG_PEBS_QWORDS 22
 #define MIG_ITERS       1000000ull
 #define FNV_OFFSET      0xcbf29ce484222325ull
 #define FNV_PRIME       0x100000001b3ull
@@ -1077,12 +1084,30 @@ static void mig_fold(u64 v)
     }
 }
 
+/* the DS save area and PMC1's PEBS buffer (room for two records) */
+static u64 mig_ds[16] __attribute__((aligned(64)));
+static u64 mig_pebs[2 * MIG_PEBS_QWORDS] __attribute__((aligned(64)));
+static u64 mig_records;
+
 static void mig_pmi(struct ex_regs *regs)
 {
+    u64 st = rdmsr(MSR_IA32_PERF_GLOBAL_STATUS);
+    unsigned k;
+
     mig_fold(regs->rip);
     mig_pmis++;
-    wrmsr(MSR_IA32_PMC0, -MIG_PERIOD & ((1ull << 48) - 1));
-    wrmsr(MSR_IA32_PERF_GLOBAL_OVF_CTRL, 1);
+    if (st & (1ull << 62)) {
+        /* the record(s) up to the index, then the buffer emptied */
+        for (k = 0; k < (mig_ds[5] - mig_ds[4]) / 8; k++) {
+            mig_fold(mig_pebs[k]);
+        }
+        mig_records += (mig_ds[5] - mig_ds[4]) / (8 * MIG_PEBS_QWORDS);
+        mig_ds[5] = mig_ds[4];
+    }
+    if (st & 1) {
+        wrmsr(MSR_IA32_PMC0, -MIG_PERIOD & ((1ull << 48) - 1));
+    }
+    wrmsr(MSR_IA32_PERF_GLOBAL_OVF_CTRL, st & ((1ull << 62) | 1));
     apic_write(APIC_LVTPC, PMI_VECTOR);
     apic_write(APIC_EOI, 0);
 }
@@ -1142,6 +1167,14 @@ int pmu_migrate_main(void)
     wrmsr(MSR_IA32_FIXED_CTR_CTRL, 0x333);
     pmu_zero();
     wrmsr(MSR_IA32_PMC0, -MIG_PERIOD & ((1ull << 48) - 1));
+    /* PEBS on PMC1 (branches): base, index, maximum, threshold, resets */
+    mig_ds[4] = mig_ds[5] = (unsigned long)mig_pebs;
+    mig_ds[6] = mig_ds[4] + sizeof(mig_pebs);
+    mig_ds[7] = mig_ds[4] + 8 * MIG_PEBS_QWORDS;
+    mig_ds[9] = -(MIG_PEBS_PERIOD - 1) & ((1ull << 48) - 1);
+    wrmsr(MSR_IA32_DS_AREA, (unsigned long)mig_ds);
+    wrmsr(MSR_IA32_PMC0 + 1, mig_ds[9]);
+    wrmsr(MSR_IA32_PEBS_ENABLE, 2);
     printf("LWPMIGRATE: start iters=%lu\n", (unsigned long)iters);
     printf("LWPMIGRATE: running\n");
     asm volatile("sti");
@@ -1162,6 +1195,8 @@ int pmu_migrate_main(void)
     }
     wrmsr(MSR_IA32_PERF_GLOBAL_CTRL, 0);
     asm volatile("cli");
+    wrmsr(MSR_IA32_PEBS_ENABLE, 0);
+    wrmsr(MSR_IA32_DS_AREA, 0);
     pmc_read(v);
     for (k = 0; k < 3; k++) {
         v[4 + k] = rdmsr(MSR_IA32_FIXED_CTR0 + k);
@@ -1171,13 +1206,17 @@ int pmu_migrate_main(void)
     }
     mig_fold(acc);
     handle_irq(PMI_VECTOR, NULL);
-    printf("info: PMC0-3 %lx %lu %lu %lu, fixed %lu %lu %lu, %lu PMIs\n",
+    printf("info: PMC0-3 %lx %lu %lu %lu, fixed %lu %lu %lu, %lu PMIs, "
+           "%lu PEBS records\n",
            (unsigned long)v[0], (unsigned long)v[1], (unsigned long)v[2],
            (unsigned long)v[3], (unsigned long)v[4], (unsigned long)v[5],
-           (unsigned long)v[6], (unsigned long)mig_pmis);
-    report(mig_pmis > 0 && v[2] > 0 && v[3] > 0, "PMIs, mispredicted "
-           "branches and L1D_HIT counted (%lu, %lu, %lu)",
-           (unsigned long)mig_pmis, (unsigned long)v[2], (unsigned long)v[3]);
+           (unsigned long)v[6], (unsigned long)mig_pmis,
+           (unsigned long)mig_records);
+    report(mig_pmis > 0 && v[2] > 0 && v[3] > 0 && mig_records > 0,
+           "PMIs, mispredicted branches, L1D_HIT and PEBS records counted "
+           "(%lu, %lu, %lu, %lu)", (unsigned long)mig_pmis,
+           (unsigned long)v[2], (unsigned long)v[3],
+           (unsigned long)mig_records);
     printf("LWPDIGEST records=%lu missed=0 hash=0x%016lx\n",
            (unsigned long)mig_pmis, (unsigned long)mig_hash);
     report_prefix_pop();
