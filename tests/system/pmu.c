@@ -2267,6 +2267,23 @@ static void bts_setup(u64 max, u64 thr)
 }
 
 /* the BTS index, in records from the base */
+/* 5 GiB: no page-table entry maps it */
+#define BTS_UNMAPPED            0x140000000ull
+
+/* Whether the buffer still holds what bts_setup filled it with */
+static bool bts_untouched(void)
+{
+    u64 *w = (u64 *)bts_buf;
+    unsigned i;
+
+    for (i = 0; i < 3 * BTS_SLOTS; i++) {
+        if (w[i] != (BTS_FILL | i)) {
+            return false;
+        }
+    }
+    return true;
+}
+
 static long bts_index(void)
 {
     return ((long)bts_ds[1] - (long)bts_buf) / BTS_RECORD;
@@ -2680,6 +2697,29 @@ static void test_bts(void)
     bts_setup(all, never);
     bts_seq(DEBUGCTL_BTS | DEBUGCTL_BTINT);
     bts_report("BTS | BTINT without TR (no BTMs)", want, 0, 0, all, never);
+    /*
+     * DS area faults (choice 73): a buffer, or a DS save area, that is
+     * not mapped drops every message; nothing is written and no fault
+     * is raised (a #PF here would end the test)
+     */
+    bts_setup(all, never);
+    bts_ds[0] = bts_ds[1] = BTS_UNMAPPED;
+    bts_ds[2] = BTS_UNMAPPED + all * BTS_RECORD;
+    bts_ds[3] = BTS_UNMAPPED + never * BTS_RECORD;
+    bts_seq(tr_bts);
+    report(bts_ds[1] == BTS_UNMAPPED && bts_untouched(),
+           "BTS: the buffer at %lx, not mapped, over the listing - expect "
+           "its 10 messages dropped, the index unchanged and the buffer "
+           "here untouched (got index %lx)", (unsigned long)BTS_UNMAPPED,
+           (unsigned long)bts_ds[1]);
+    bts_setup(all, never);
+    wrmsr(MSR_IA32_DS_AREA, BTS_UNMAPPED);
+    bts_seq(tr_bts);
+    report(bts_ds[1] == (u64)bts_buf && bts_untouched(),
+           "BTS: IA32_DS_AREA %lx, not mapped, over the listing - expect "
+           "the messages dropped and nothing written (got the index of the "
+           "area it had %lx)", (unsigned long)BTS_UNMAPPED,
+           (unsigned long)bts_ds[1]);
     set_raw_handler(0x42, 0);
     set_raw_handler(UD_VECTOR, 0);
 
