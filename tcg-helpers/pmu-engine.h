@@ -350,13 +350,6 @@ void pmu_lbr_record(const PmuProfile *p, const PmuRegs *r, unsigned kind,
  */
 void pmu_lbr_event(const PmuProfile *p, const PmuRegs *r, bool cpl0,
                    uint64_t from, uint64_t to);
-/*
- * A debug exception is delivered: IA32_DEBUGCTL.BTF is cleared (SDM
- * 17.4.3), and in the P6 family LBR too, so that the records keep the
- * last branch and exception before it (17.14.2).  Returns whether
- * IA32_DEBUGCTL changed.
- */
-bool pmu_debug_exception(const PmuProfile *p, const PmuRegs *r);
 
 /*
  * The Branch Trace Store (SDM 18.7.8 and 18.5.3; choice 73), with the

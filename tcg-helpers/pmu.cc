@@ -931,15 +931,6 @@ void pmu_lbr_event(const PmuProfile *p, const PmuRegs *r, bool cpl0,
     pmu_lbr_record(p, r, PMU_LBR_FAR, cpl0, from, to, false);
 }
 
-bool pmu_debug_exception(const PmuProfile *p, const PmuRegs *r)
-{
-    uint64_t clear = PMU_DEBUGCTL_BTF | (p->lbr_p6 ? PMU_DEBUGCTL_LBR : 0);
-    bool changed = *r->debugctl & clear;
-
-    *r->debugctl &= ~clear;
-    return changed;
-}
-
 bool pmu_has_bts(const PmuProfile *p)
 {
     return p->bts;

@@ -424,8 +424,3 @@ bool pmu_lbr_has_mispredict(const PmuProfile *p)
 {
     g_assert_not_reached();
 }
-
-bool pmu_debug_exception(const PmuProfile *p, const PmuRegs *r)
-{
-    g_assert_not_reached();
-}

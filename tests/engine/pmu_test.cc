@@ -1006,22 +1006,6 @@ TEST(PmuP6, RecordsTheLastBranchAndException)
     EXPECT_EQ(s.lbr_from[0], 0x80000004u);
 }
 
-// A debug exception clears BTF (17.4.3) and, in the P6 family, LBR, so
-// that the pair is the last branch before it (17.14.2); the Core i7
-// keeps LBR
-TEST(PmuP6, DebugExceptionClearsLbr)
-{
-    Regs s;
-    s.debugctl = 0x43; // LBR, BTF, TR
-    EXPECT_TRUE(pmu_debug_exception(p6(), &s.r));
-    EXPECT_EQ(s.debugctl, 0x40u);
-    EXPECT_FALSE(pmu_debug_exception(p6(), &s.r));
-    s.debugctl = 0x3; // LBR, BTF
-    EXPECT_TRUE(pmu_debug_exception(nehalem(), &s.r));
-    EXPECT_EQ(s.debugctl, 0x1u);
-    EXPECT_FALSE(pmu_debug_exception(nehalem(), &s.r));
-}
-
 TEST(PmuLbr, Msrs)
 {
     Regs s;

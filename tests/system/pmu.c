@@ -1883,8 +1883,8 @@ static void btf_run(void)
                  "orq $0x100, (%%rsp)\n\t"
                  "popfq\n\t"
                  "nop\n\t"
-                 "pause\n\t"
-                 "jmp btf_1\n"
+                 "pause\n"
+                 "btf_j: jmp btf_1\n"
                  "btf_1: nop\n\t"
                  "cmp $3, %%ecx\n\t"
                  "jne btf_never\n\t"
@@ -1911,6 +1911,60 @@ static void btf_run(void)
                  "btf_never: ud2\n"
                  "btf_end:"
                  : : : "rax", "rcx", "rdx", "memory", "cc");
+}
+
+/*
+ * A debug exception clears IA32_DEBUGCTL.LBR too, "before executing the
+ * exception handler", and leaves the stack alone (SDM Vol. 3B 17.4.2):
+ * btf_run with LBR and BTF: the first #DB, after its first JMP, finds
+ * DEBUGCTL 0 and that JMP at the top of the stack; the #DB is not
+ * recorded, and nothing is after it
+ */
+static volatile u64 lbr_db_ctl, lbr_db_from, lbr_db_to;
+static volatile unsigned lbr_db_traps;
+
+static void lbr_db(struct ex_regs *regs)
+{
+    u64 tos = rdmsr(MSR_LBR_TOS);
+
+    (void)regs;
+    asm volatile("mov %0, %%dr6" : : "r"(0xffff0ff0ul));
+    if (!lbr_db_traps++) {
+        lbr_db_ctl = rdmsr(MSR_IA32_DEBUGCTL);
+        lbr_db_from = rdmsr(MSR_LBR_FROM0 + tos);
+        lbr_db_to = rdmsr(MSR_LBR_TO0 + tos);
+    }
+}
+
+static void test_lbr_db(void)
+{
+    extern char btf_j[], btf_1[];
+    u64 tos, from, to;
+
+    handle_irq(1, lbr_db);
+    lbr_db_traps = 0;
+    wrmsr(MSR_LBR_SELECT, 0);
+    wrmsr(MSR_IA32_DEBUGCTL, 3);
+    btf_run();
+    tos = rdmsr(MSR_LBR_TOS);
+    from = rdmsr(MSR_LBR_FROM0 + tos) & ~(1ull << 63);
+    to = rdmsr(MSR_LBR_TO0 + tos);
+    report(lbr_db_traps == 24 && lbr_db_ctl == 0 &&
+           (lbr_db_from & ~(1ull << 63)) == (unsigned long)btf_j &&
+           lbr_db_to == (unsigned long)btf_1,
+           "LBR | BTF and TF: the first #DB - expect DEBUGCTL 0 in its "
+           "handler and the JMP %lx -> %lx at the top of the stack, then "
+           "23 single steps (got DEBUGCTL %lx, %lx -> %lx, %u #DBs)",
+           (unsigned long)btf_j, (unsigned long)btf_1,
+           (unsigned long)lbr_db_ctl, (unsigned long)lbr_db_from,
+           (unsigned long)lbr_db_to, lbr_db_traps);
+    report(from == (unsigned long)btf_j && to == (unsigned long)btf_1 &&
+           rdmsr(MSR_IA32_DEBUGCTL) == 0,
+           "... and after the run, nothing recorded since: the same JMP at "
+           "the top, DEBUGCTL 0 (got %lx -> %lx)", (unsigned long)from,
+           (unsigned long)to);
+    wrmsr(MSR_IA32_DEBUGCTL, 0);
+    handle_irq(1, NULL);
 }
 
 static void test_btf(void)
@@ -4299,6 +4353,7 @@ int pmu_main(bool pmu)
         test_cache_events();
         test_btf();
         test_lbr();
+        test_lbr_db();
         test_bts();
         test_pebs();
     } else {
