@@ -78,3 +78,16 @@ perf_tree() {
         done
     done
 }
+
+# plugin_span EXE: "lo=A,hi=B,entry=E", the arguments with which the
+# project's TCG plugins (uinsn-plugin.c, lwp-perf-plugin.c) find a static
+# program: the span of EXE's LOAD segments and its entry point
+plugin_span() {
+    local lo='' hi='' t va ms
+    while read -r t _ va _ _ ms _; do
+        [ "$t" = LOAD ] || continue
+        [ -n "$lo" ] && [ $((va)) -ge $((lo)) ] || lo=$((va))
+        [ -n "$hi" ] && [ $((va + ms)) -le $((hi)) ] || hi=$((va + ms))
+    done < <(readelf -lW "$1")
+    echo "lo=$lo,hi=$hi,entry=$(readelf -h "$1" | awk '/Entry point/ { print $4 }')"
+}

@@ -10,7 +10,7 @@
 # and checks what perf recorded against what the plugin saw.
 
 lwp_perf_boot() {
-    local r=$out/initramfs-perf pdir so glib exe entry lo='' hi='' t va ms
+    local r=$out/initramfs-perf pdir so glib exe
     local log=$logs/linux-lwp-perf.serial plog=$logs/linux-lwp-perf.plugin
     local qstatus=0 start secs why
     echo "=== our kernel, -cpu max,+lwp -smp 2: Debian's perf record -e lwp/.../u"
@@ -33,19 +33,13 @@ lwp_perf_boot() {
         return
     fi
     exe=$r/bin/lwp-perf-work
-    entry=$(readelf -h "$exe" | awk '/Entry point/ { print $4 }')
-    while read -r t _ va _ _ ms _; do
-        [ "$t" = LOAD ] || continue
-        [ -n "$lo" ] && [ $((va)) -ge $((lo)) ] || lo=$((va))
-        [ -n "$hi" ] && [ $((va + ms)) -le $((hi)) ] || hi=$((va + ms))
-    done < <(readelf -lW "$exe")
     rm -f "$log" "$plog"
     start=$(date +%s)
     timeout "$boot_timeout" "$qemu" "${firmware[@]}" -M pc -accel tcg,thread=single \
         -cpu max,+lwp -m 512M -smp 2 -no-reboot \
         -display none -vga none -nic none -monitor none \
         -serial "file:$log" -kernel "$bz" -initrd "$out/initramfs-perf.gz" \
-        -plugin "$so,lo=$lo,hi=$hi,entry=$entry,period=10007" -d plugin -D "$plog" \
+        -plugin "$so,$(plugin_span "$exe"),period=10007" -d plugin -D "$plog" \
         -append "console=ttyS0 quiet panic=-1 no_timer_check" </dev/null || qstatus=$?
     secs=$(($(date +%s) - start))
     [ -f "$log" ] || : >"$log"

@@ -334,17 +334,11 @@ blockstep_check() {
 # (built into $BUILD/test-logs) for the static program EXE: its address
 # range and entry point, then ARGS; fails if the plugin does not build
 plugin_for() {
-    local so=$BUILD/test-logs/uinsn-plugin.so glib lo='' hi='' entry t va ms
+    local so=$BUILD/test-logs/uinsn-plugin.so glib
     read -r -a glib <<<"$(pkg-config --cflags glib-2.0)"
     gcc -shared -fPIC -O2 -Wall -Werror "${glib[@]}" \
         -I "$SRC/include/qemu" -o "$so" "$src/uinsn-plugin.c" || return 1
-    entry=$(readelf -h "$1" | awk '/Entry point/ { print $4 }')
-    while read -r t _ va _ _ ms _; do
-        [ "$t" = LOAD ] || continue
-        [ -n "${lo:-}" ] && [ $((va)) -ge $((lo)) ] || lo=$((va))
-        [ -n "${hi:-}" ] && [ $((va + ms)) -le $((hi)) ] || hi=$((va + ms))
-    done < <(readelf -lW "$1")
-    echo "$so,lo=$lo,hi=$hi,entry=$entry,$2"
+    echo "$so,$(plugin_span "$1"),$2"
 }
 # branch_boot: the perf guest booted with "nopti perfbranch"
 # (tests/linux/init-perf), under tests/linux/uinsn-plugin.c for brmix.
