@@ -340,17 +340,27 @@ void pmu_x86_mispredict(CPUX86State *env, unsigned kind)
     const PmuProfile *p = env_archcpu(env)->pmu_profile;
     unsigned cpl = env->hflags & HF_CPL_MASK ? PMU_CPL123 : PMU_CPL0;
     unsigned br = br_of[kind];
-    PmuRegs regs = x86_pmu_regs(env);
-    unsigned i, cycles;
+    unsigned cycles = env->pmu_cycle_counters[cpl == PMU_CPL123];
+    unsigned counters = 0, i;
+    PmuRegs regs;
     bool pmi = false;
 
     for (i = 0; i < PMU_MAX_GP; i++) {
         if (env->pmu_misp_kinds[cpl == PMU_CPL123][i] & br) {
+            counters |= 1u << i;
+        }
+    }
+    /* the model also runs for the branch records' mispredict flag */
+    if (!counters && !cycles) {
+        return;
+    }
+    regs = x86_pmu_regs(env);
+    for (i = 0; i < PMU_MAX_GP; i++) {
+        if (counters & (1u << i)) {
             pmi |= pmu_count(env, p, &regs, i, 1) & PMU_SYNC_PMI;
         }
     }
     /* cost-model=detailed: the stall cycles of the mispredict */
-    cycles = env->pmu_cycle_counters[cpl == PMU_CPL123];
     if (cycles) {
         uint32_t stalls[X86_PMU_COUNTERS] = { };
         bool leave = false;
