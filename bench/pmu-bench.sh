@@ -26,12 +26,17 @@
 # stat0, cache, record, lbr = record with LBR branch stacks (-b),
 # pebs = record of instructions:pp, ll = perf mem record of the loads
 # above 3 cycles, bts = perf record -S -e intel_bts//u (nopti),
+# lbron = LBR recording on with no counter, llon and llall = the
+# load-latency counter on with no perf, above 30 and 3 cycles (through the
+# msr driver, bench/pmu-msr.c),
 # record0 = perf record of /bin/true; insns,
 # recinsns, rec0insns = plain, record, record0 under perf stat of the
 # guest's instructions at CPL 3 and 0), each round is instead one pmu=on
 # boot that runs the MODES in turn, so that they compare without the
 # spread between boots; the report gives each mode against plain, and the
-# median instruction counts of the *insns modes. Wall time: run it on a quiet machine. A benchmark, not a test: it
+# median instruction counts of the *insns modes. PMU_BENCH_QEMU=PATH times
+# that qemu-system-x86_64 instead of building build/qemu-system-x86_64.
+# Wall time: run it on a quiet machine. A benchmark, not a test: it
 # checks that every run produced the same output, never how long anything
 # took. docs/benchmarks.md explains each row.
 set -euo pipefail
@@ -54,12 +59,19 @@ while getopts "n:k:uo:s:h" opt; do
 done
 [[ $ROUNDS =~ ^[1-9][0-9]*$ && $KIB =~ ^[1-9][0-9]*$ ]] ||
     die "-n and -k want positive numbers"
-modes_re='(plain|stat|stat3|stat0|cache|record|lbr|pebs|ll|bts|record0|insns|recinsns|rec0insns)'
+modes_re='(plain|stat|stat3|stat0|cache|record|lbr|pebs|ll|bts|lbron|llon|llall|record0|insns|recinsns|rec0insns)'
 [[ -z $SAME || $SAME =~ ^$modes_re(,$modes_re)*$ ]] ||
-    die "-s wants modes among plain,stat,stat3,stat0,cache,record,lbr,pebs,ll,bts,record0,insns,recinsns,rec0insns"
+    die "-s wants modes among plain,stat,stat3,stat0,cache,record,lbr,pebs,ll,bts,lbron,llon,llall,record0,insns,recinsns,rec0insns"
 
-"$TOP/scripts/build.sh" >/dev/null
-OURS=$BUILD/qemu-system-x86_64
+# PMU_BENCH_QEMU: another build's qemu-system-x86_64 to time: a copy, so
+# that a rebuild during the rounds does not change it, in build/qemu/,
+# where it finds the firmware
+if [ -n "${PMU_BENCH_QEMU:-}" ]; then
+    OURS=$PMU_BENCH_QEMU
+else
+    "$TOP/scripts/build.sh" >/dev/null
+    OURS=$BUILD/qemu-system-x86_64
+fi
 UP=
 if [ "$UPSTREAM" = 1 ]; then
     UPSTREAM_SYSTEM=1 "$TOP/scripts/build-upstream.sh" >/dev/null
@@ -72,6 +84,12 @@ rm -rf "$B"
 mkdir -p "$B"
 perf_tree "$B/root" "$kdir/busybox" "$pdir"
 install -m 755 "$TOP/bench/pmu-bench-init" "$B/root/init"
+# lbron, llon and llall: the msr driver of Debian's kernel package, and the tool
+gcc -static -O2 -Wall -Werror -o "$B/root/bin/pmu-msr" "$TOP/bench/pmu-msr.c"
+dpkg-deb --fsys-tarfile "$(ls "$kdir"/debs/linux-image-[0-9]*.deb | head -n 1)" |
+    tar -xO --wildcards './lib/modules/*/kernel/arch/x86/kernel/msr.ko' \
+        >"$B/root/msr.ko"
+[ -s "$B/root/msr.ko" ] || die "no msr.ko in $kdir/debs' kernel package"
 (cd "$B/root" && find . | LC_ALL=C sort | cpio -o -H newc -R 0:0 --quiet) |
     gzip -1 >"$B/initramfs.gz"
 
@@ -97,6 +115,8 @@ boot() {
     tr -d '\r' <"$log" | grep -ao '@@.*' >"$B/$1.$2.$3.ev" || true
     grep -q '^@@end$' "$B/$1.$2.$3.ev" ||
         die "$1 $2 (round $3) did not finish (qemu status $st): see $log"
+    ! grep '^@@error' "$B/$1.$2.$3.ev" ||
+        die "$1 $2 (round $3) failed: see $log"
     awk -v c="$1" '$1 == "@@time" { print c, $2, $4 }' "$B/$1.$2.$3.ev" \
         >>"$B/times"
     sed -n 's/^@@sum //p' "$B/$1.$2.$3.ev" >>"$B/sums"
