@@ -19,8 +19,11 @@
  * the same order each pass, so LRU always evicts the line read next; DRAM
  * supplies each, latency 256.
  *
- * lwp-perf-work threads N runs work_a, work_b and work_c in three new
- * threads at once, for N, 3N and 2N iterations.
+ * lwp-perf-work threads A B C runs work_a, work_b and work_c in three new
+ * threads at once, for A, B and C iterations.  When 2A + 1, 2B + 1 and
+ * 2C + 1 are multiples of the sample period, each thread's samples in its
+ * function do not depend on how many instructions the thread ran before
+ * (tests/linux/lwp-perf.sh, lwp_perf_threads).
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -59,22 +62,24 @@ __attribute__((noipa)) static void work_m(const unsigned char *buf)
                  : "eax", "cc", "memory");
 }
 
-static unsigned long iterations;
+static unsigned long iterations[3];
 
-static void *thread_a(void *arg) { work_a(iterations); return arg; }
-static void *thread_b(void *arg) { work_b(3 * iterations); return arg; }
-static void *thread_c(void *arg) { work_c(2 * iterations); return arg; }
+static void *thread_a(void *arg) { work_a(iterations[0]); return arg; }
+static void *thread_b(void *arg) { work_b(iterations[1]); return arg; }
+static void *thread_c(void *arg) { work_c(iterations[2]); return arg; }
 
 int main(int argc, char **argv)
 {
     unsigned long n;
 
-    if (argc > 2 && !strcmp(argv[1], "threads")) {
+    if (argc > 4 && !strcmp(argv[1], "threads")) {
         void *(*const fn[3])(void *) = { thread_a, thread_b, thread_c };
         pthread_t t[3];
         int i;
 
-        iterations = strtoul(argv[2], NULL, 10);
+        for (i = 0; i < 3; i++) {
+            iterations[i] = strtoul(argv[2 + i], NULL, 10);
+        }
         for (i = 0; i < 3; i++) {
             if (pthread_create(&t[i], NULL, fn[i], NULL)) {
                 return 1;

@@ -91,7 +91,7 @@ lwp_perf_checks() {
         fi
     done
     lwp_perf_dme "$exe"
-    lwp_perf_threads
+    lwp_perf_threads "$exe"
     sed -n 's/^@@r[0-9]* error /    /p' <<<"$ev" | head -n 10
     n=$(grep -c '^@@r4 out PASS:' <<<"$ev")
     check "$(result test "$n" -gt 0 -a -z "$(grep '^@@r4 out FAIL:' <<<"$ev")")" \
@@ -130,17 +130,40 @@ lwp_perf_dme() {
         "perf: run 5, lwp/dme/u -c 1009: work_m has 129 or 130 samples (got $n), each at its MOVZBL ($mov) with WEIGHT 256 (DRAM) and as ADDR a page of the mapping at ${buf:-none}, 1009 pages after the one before ($bad are not)"
 }
 
-# Run 6, lwp-perf-work threads 300000: work_a, work_b and work_c, each in
-# its own thread, retire 2 x 300000, 900000 and 600000 iterations + 1
-# instructions, so each should get that number / 10007 samples, rounded
-# down or up (59 or 60, 179 or 180, 119 or 120), all in its own thread.
-# Not a check yet: in about one run in three, one thread lost 25 to 50%
-# of its samples (docs/linux.md, "perf"); printed for the record
+# Run 6, lwp-perf-work threads A B C: work_a, work_b and work_c, each in
+# its own thread, run A, B and C iterations of their loop (dec, jnz) and
+# ret: 2 x iterations + 1 instructions in one stretch, which lwp-perf-init
+# makes 59, 179 and 119 periods of 10007.  Each thread has its own LWPCB
+# and counter, which stores a record at every 10007th user instruction of
+# the thread; whatever the number of instructions the thread ran before,
+# that many consecutive periods hold exactly that many records.  So each
+# function gets exactly (2 x iterations + 1) / 10007 samples, all with one
+# TID, a different one for each.  (The plugin's stream is that of all
+# threads at once, so it cannot say more.)
 lwp_perf_threads() {
-    local f got all=''
+    local exe=$1 f i=0 n got want tids all='' bad='' shape
+    local -a it
+    read -r -a it <<<"$(sed -n 's/^@@r6 iterations //p' <<<"$ev")"
     for f in work_a work_b work_c; do
+        n=${it[$i]:-0}
+        i=$((i + 1))
+        # dec, jnz, ret: the 2n + 1 instructions above
+        shape=$(objdump -d --no-show-raw-insn --disassemble=$f "$exe" |
+            awk -v f="<$f>:" '$2 == f { on = 1; next } on && NF == 0 { exit }
+                on { printf "%s ", $2 }')
         got=$(grep -c "^@@r6 s .* $f\$" <<<"$ev")
-        all+="$f=$got ($(sed -n "s/^@@r6 s *\([0-9]*\) .* $f\$/\1/p" <<<"$ev" | sort -u | wc -l) TID) "
+        tids=$(sed -n "s/^@@r6 s *\([0-9]*\) .* $f\$/\1/p" <<<"$ev" | sort -u)
+        if [ "$n" -gt 0 ] && [ $(((2 * n + 1) % 10007)) = 0 ] &&
+           [ "$shape" = "dec jne ret " ]; then
+            want=$(((2 * n + 1) / 10007))
+        else
+            want="none (iterations '${n}', $f: '${shape}')"
+        fi
+        [ "$got" = "$want" ] && [ "$(grep -c . <<<"$tids")" = 1 ] || bad+="$f "
+        all+="$f=$got of $want (TID ${tids//$'\n'/ }) "
     done
-    echo "    perf: run 6, three threads, not checked (want 59-60, 179-180, 119-120): $all"
+    [ "$(sed -n 's/^@@r6 s *\([0-9]*\) .* work_[abc]$/\1/p' <<<"$ev" | sort -u | wc -l)" = 3 ] ||
+        bad+="TIDs "
+    check "$(result test -z "$bad")" \
+        "perf: run 6, three threads with inherited events: each thread's function has exactly (2 x iterations + 1) / 10007 samples, with the thread's own TID: ${all% }${bad:+ (wrong: ${bad% })}"
 }
