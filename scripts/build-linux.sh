@@ -4,6 +4,11 @@
 # linux/patches/, and the small configuration linux/lwp.config.
 #
 #   scripts/build-linux.sh          prints the bzImage's path on stdout
+#   scripts/build-linux.sh FLAVOUR  the same kernel with linux/FLAVOUR.config
+#                                   over linux/lwp.config, in
+#                                   build/linux-obj-FLAVOUR: lockdep (lock
+#                                   and preemption debugging) or nolwp
+#                                   (CONFIG_X86_LWP=n)
 #
 # The source: `apt-get source --download-only` of linux $LINUX_PIN (the
 # version the series was written against) into ~/.cache/qemu-lwp/linux/,
@@ -20,7 +25,12 @@ set -euo pipefail
 
 LINUX_PIN=${LINUX_PIN:-6.12.107-1}
 LSRC=$BUILD/linux-src
-LOBJ=$BUILD/linux-obj
+FLAVOUR=${1:-}
+case $FLAVOUR in
+'' | lockdep | nolwp) ;;
+*) die "unknown kernel flavour '$FLAVOUR' (lockdep or nolwp)" ;;
+esac
+LOBJ=$BUILD/linux-obj${FLAVOUR:+-$FLAVOUR}
 LCACHE=$CACHE/linux
 
 # Print the cached linux 6.12 orig tarball, fetching it when missing.
@@ -89,20 +99,33 @@ export CCACHE_BASEDIR=$BUILD
 export KBUILD_BUILD_TIMESTAMP="2025-01-01" KBUILD_BUILD_USER=qemu-lwp KBUILD_BUILD_HOST=qemu-lwp
 kmake() { make -s -C "$LSRC" O="$LOBJ" ARCH=x86_64 CC="ccache gcc" HOSTCC=gcc "$@"; }
 
-cfg=$TOP/linux/lwp.config
-cfgstamp=$(sha256sum "$cfg" | cut -d' ' -f1)
+# linux/lwp.config, and for a flavour its fragment, which replaces the
+# options it names ("CONFIG_X=..." or "# CONFIG_X is not set")
 mkdir -p "$LOBJ" "$BUILD/test-logs"
+cfg=$LOBJ/qemu-lwp.allconfig
+if [ -n "$FLAVOUR" ]; then
+    frag=$TOP/linux/$FLAVOUR.config
+    syms=$(sed -n 's/^\(# \)\{0,1\}\(CONFIG_[A-Z0-9_]*\)[= ].*/\2/p' "$frag" | paste -sd'|' -)
+    { grep -vE "^($syms)=" "$TOP/linux/lwp.config"; cat "$frag"; } >"$cfg.new"
+else
+    cp "$TOP/linux/lwp.config" "$cfg.new"
+fi
+mv "$cfg.new" "$cfg"
+cfgstamp=$(sha256sum "$cfg" | cut -d' ' -f1)
+buildlog=$BUILD/test-logs/linux-build${FLAVOUR:+-$FLAVOUR}.log
 if [ "$(cat "$LOBJ/.qemu-lwp-config" 2>/dev/null)" != "$cfgstamp" ] || [ ! -f "$LOBJ/.config" ]; then
-    log "configuring the kernel in $LOBJ (allnoconfig + linux/lwp.config)"
+    log "configuring the kernel in $LOBJ (allnoconfig + linux/lwp.config${FLAVOUR:+ + linux/$FLAVOUR.config})"
     kmake KCONFIG_ALLCONFIG="$cfg" allnoconfig >&2
-    # Every option the fragment asks for must have survived Kconfig
+    # Every option the fragments ask for must have survived Kconfig
     missing=$(grep -E '^CONFIG_' "$cfg" | while read -r l; do
-        grep -qxF "$l" "$LOBJ/.config" || echo "$l"; done)
+        grep -qxF "$l" "$LOBJ/.config" || echo "$l"; done
+        sed -n 's/^# \(CONFIG_[A-Z0-9_]*\) is not set$/\1/p' "$cfg" | while read -r o; do
+        if grep -q "^$o=" "$LOBJ/.config"; then echo "$o is set"; fi; done)
     [ -z "$missing" ] || die "kernel config lacks: $missing"
     echo "$cfgstamp" >"$LOBJ/.qemu-lwp-config"
 fi
-log "building the kernel (make -j$JOBS bzImage)"
-kmake -j"$JOBS" bzImage >"$BUILD/test-logs/linux-build.log" 2>&1 ||
-    { grep -E -B2 -A10 'error|Error' "$BUILD/test-logs/linux-build.log" | head -n 60;
-      die "kernel build failed (see $BUILD/test-logs/linux-build.log)"; }
+log "building the kernel${FLAVOUR:+ ($FLAVOUR)} (make -j$JOBS bzImage)"
+kmake -j"$JOBS" bzImage >"$buildlog" 2>&1 ||
+    { grep -E -B2 -A10 'error|Error' "$buildlog" | head -n 60;
+      die "kernel build failed (see $buildlog)"; }
 echo "$LOBJ/arch/x86/boot/bzImage"

@@ -211,6 +211,17 @@ lwp_cfg_writes() { # NAME EDX
         "$1: reboot ends with LWP_CBADDR and then LWP_CFG written 0 (last writes: ${tail2:-none})"
 }
 
+# LWP hidden from the whole system: XCR0, /proc, CPUID as a program sees it
+nolwp_checks() { # NAME
+    local got
+    got=$(sed -n 's/^@@xcr0 //p' <<<"$ev")
+    check "$(result test "$got" = 000000000000021f)" "$1: guest XCR0 = ${got:-nothing} (want 21f: bit 62 clear)"
+    check "$(result test -z "$(grep -w lwp <<<"$(sed -n 's/^@@cpuinfo //p' <<<"$ev")")")" "$1: no lwp in /proc/cpuinfo"
+    check "$(result test -z "$(grep '^@@interrupts' <<<"$ev")")" "$1: no LWP line in /proc/interrupts"
+    check "$(result grep -q '^@@t FAIL: LWP with IRE and INT is available' <<<"$ev")" \
+        "$1: a program finds LWP unavailable (CPUID 8000_001C EAX has no IRE, INT)"
+}
+
 if [ "$demo" = 1 ]; then
     boot demo "max,+lwp" 2 demo >/dev/null
     tr -d '\r' <"$log" | sed -n 's/^.*@@demo //p'
@@ -246,15 +257,37 @@ done
 
 # 4. nolwp: the boot parameter turns LWP off for the whole system
 boot nolwp "max,+lwp" 1 boot nolwp
-got=$(sed -n 's/^@@xcr0 //p' <<<"$ev")
-check "$(result test "$got" = 000000000000021f)" "nolwp: guest XCR0 = ${got:-nothing} (want 21f: bit 62 clear)"
-check "$(result test -z "$(grep -w lwp <<<"$(sed -n 's/^@@cpuinfo //p' <<<"$ev")")")" "nolwp: no lwp in /proc/cpuinfo"
-check "$(result test -z "$(grep '^@@interrupts' <<<"$ev")")" "nolwp: no LWP line in /proc/interrupts"
-check "$(result grep -q '^@@t FAIL: LWP with IRE and INT is available' <<<"$ev")" \
-    "nolwp: a program finds LWP unavailable (CPUID 8000_001C EAX has no IRE, INT)"
+nolwp_checks nolwp
 kselftest_check nolwp 4
 clean_log nolwp
 
 # 5. Debian's perf drives the lwp PMU (tests/linux/lwp-perf.sh)
 lwp_perf_boot
+
+# 6. lockdep: the max boot's programs (stress on every CPU included) on the
+# kernel with lock and preemption debugging, linux/lockdep.config; a
+# report of lockdep, of the wait-context check or of DEBUG_PREEMPT is a
+# WARNING or BUG line that clean_log finds
+if ! bz=$("$TOP/scripts/build-linux.sh" lockdep); then
+    ko "the lockdep kernel builds (scripts/build-linux.sh lockdep; log $logs/linux-build-lockdep.log)"
+else
+    boot lockdep "max,+lwp" 4 full
+    check "$(result grep -q 'Lock dependency validator' <<<"$dmesg")" \
+        "lockdep: the kernel runs lockdep (its banner is in the log)"
+    lwp_setup lockdep max 400000000000021f 2696
+    program_checks lockdep
+    kselftest_check lockdep 0
+    clean_log lockdep
+fi
+
+# 7. nolwp-config: the series built with CONFIG_X86_LWP=n hides LWP as
+# the nolwp parameter does (linux/nolwp.config)
+if ! bz=$("$TOP/scripts/build-linux.sh" nolwp); then
+    ko "the CONFIG_X86_LWP=n kernel builds (scripts/build-linux.sh nolwp; log $logs/linux-build-nolwp.log)"
+else
+    boot nolwp-config "max,+lwp" 1 boot
+    nolwp_checks nolwp-config
+    kselftest_check nolwp-config 4
+    clean_log nolwp-config
+fi
 exit 0
