@@ -264,16 +264,19 @@ clean_log nolwp
 # 5. Debian's perf drives the lwp PMU (tests/linux/lwp-perf.sh)
 lwp_perf_boot
 
-# 6. lockdep: the max boot's programs (stress on every CPU included) on the
-# kernel with lock and preemption debugging, linux/lockdep.config; a
-# report of lockdep, of the wait-context check or of DEBUG_PREEMPT is a
-# WARNING or BUG line that clean_log finds
+# 6. lockdep: the max boot's programs (stress on every CPU included) on a
+# PREEMPT_RT kernel with lock and preemption debugging,
+# linux/lockdep.config; a report of lockdep, of the wait-context check,
+# of DEBUG_ATOMIC_SLEEP or of DEBUG_PREEMPT is a WARNING or BUG line that
+# clean_log finds
 if ! bz=$("$TOP/scripts/build-linux.sh" lockdep); then
     ko "the lockdep kernel builds (scripts/build-linux.sh lockdep; log $logs/linux-build-lockdep.log)"
 else
     boot lockdep "max,+lwp" 4 full
     check "$(result grep -q 'Lock dependency validator' <<<"$dmesg")" \
         "lockdep: the kernel runs lockdep (its banner is in the log)"
+    check "$(result grep -q '^<[0-9]*>Linux version .* PREEMPT_RT ' <<<"$dmesg")" \
+        "lockdep: the kernel is a PREEMPT_RT one (its version line says so)"
     lwp_setup lockdep max 400000000000021f 2696
     program_checks lockdep
     kselftest_check lockdep 0
