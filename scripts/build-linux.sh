@@ -6,9 +6,9 @@
 #   scripts/build-linux.sh          prints the bzImage's path on stdout
 #   scripts/build-linux.sh FLAVOUR  the same kernel with linux/FLAVOUR.config
 #                                   over linux/lwp.config, in
-#                                   build/linux-obj-FLAVOUR: lockdep (lock
-#                                   and preemption debugging) or nolwp
-#                                   (CONFIG_X86_LWP=n)
+#                                   build/linux-obj-FLAVOUR: lockdep
+#                                   (PREEMPT_RT with lock and preemption
+#                                   debugging) or nolwp (CONFIG_X86_LWP=n)
 #
 # The source: `apt-get source --download-only` of linux $LINUX_PIN (the
 # version the series was written against) into ~/.cache/qemu-lwp/linux/,
