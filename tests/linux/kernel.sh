@@ -220,6 +220,9 @@ nolwp_checks() { # NAME
     check "$(result test -z "$(grep '^@@interrupts' <<<"$ev")")" "$1: no LWP line in /proc/interrupts"
     check "$(result grep -q '^@@t FAIL: LWP with IRE and INT is available' <<<"$ev")" \
         "$1: a program finds LWP unavailable (CPUID 8000_001C EAX has no IRE, INT)"
+    # (the max boot's trace, of the same -trace option, has its writes)
+    check "$(result test -f "$trace" -a -z "$(grep lwp_wrmsr "$trace")")" \
+        "$1: the kernel never writes LWP_CFG or LWP_CBADDR (QEMU's lwp_wrmsr_* trace events)"
 }
 
 if [ "$demo" = 1 ]; then
