@@ -74,13 +74,15 @@ cpio_gz "$root" >"$out/initramfs.gz"
 # over the first (the other boots do without its 5 MB): lwp-prof, its
 # preload library, the dynamic prof-work and the loader and libraries
 # they need, at the paths ldd gives on the host (Debian 12, where they
-# were built); tests/linux/prof-guest runs them
+# were built), and a static prof-work for record --perf;
+# tests/linux/prof-guest runs them
 prof=$out/initramfs-prof
 rm -rf "$prof"
 mkdir -p "$prof/bin" "$prof/tmp"
 lp=$BUILD/lwp-prof/tools/lwp-prof
 if build_lwp_prof "$logs/linux-lwp-prof-build.log" &&
    gcc -O2 -no-pie -mlwp -pthread -o "$prof/bin/prof-work" "$TOP/tools/lwp-prof/tests/prof-work.c" &&
+   gcc -O2 -static -mlwp -pthread -o "$prof/bin/prof-work-static" "$TOP/tools/lwp-prof/tests/prof-work.c" &&
    strip -o "$prof/bin/lwp-prof" "$lp/lwp-prof" &&
    strip -o "$prof/bin/lwp-prof-preload.so" "$lp/lwp-prof-preload.so" &&
    cp "$src/prof-guest" "$prof/bin/prof-guest" &&

@@ -27,9 +27,13 @@
 
 #include <cpuid.h>
 #include <fcntl.h>
+#include <linux/perf_event.h>
+#include <poll.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/personality.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -72,6 +76,8 @@ const char *const kUsage =
     "      --qemu-arg ARG    one more qemu argument (repeatable), e.g.\n"
     "                        --qemu-arg -plugin --qemu-arg lib.so\n"
     "      --native          run the program directly (a CPU or VM with LWP)\n"
+    "      --perf            run it directly, sampled by the kernel's lwp perf\n"
+    "                        PMU (one event; static programs too)\n"
     "      --preload PATH    the preload library (default: next to lwp-prof)\n"
     "      --no-follow-exec  count the programs an exec runs, do not profile\n"
     "                        them (forked children are followed either way)\n"
@@ -864,7 +870,8 @@ struct RecordOpts {
                 preload;
     unsigned ring_kb = 1024;
     bool native = false, force_qemu = false, quiet = false,
-         follow_exec = true, stacks = false, aslr = false, cpu_given = false;
+         follow_exec = true, stacks = false, aslr = false, cpu_given = false,
+         perf = false, preload_given = false;
     std::vector<std::string> argv, qemu_args;
 };
 
@@ -946,7 +953,8 @@ bool script_interpreter(const std::string &path, std::vector<std::string> &argv)
     return true;
 }
 
-void check_program(const std::string &path)
+// @interp_needed: the program must be dynamically linked (the preload library)
+void check_program(const std::string &path, bool interp_needed)
 {
     int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
@@ -973,7 +981,7 @@ void check_program(const std::string &path)
     }
     elf_end(e);
     close(fd);
-    if (!interp) {
+    if (!interp && interp_needed) {
         die(126, "%s: statically linked: lwp-prof loads its recorder with "
             "LD_PRELOAD and needs a dynamically linked program",
             path.c_str());
@@ -1024,6 +1032,57 @@ void forward_signal(int sig)
     }
 }
 
+// The signals that end a terminal's job go to the program (@forward), or
+// are as they were (in the program)
+void job_signals(bool forward)
+{
+    struct sigaction sa {};
+    sa.sa_handler = forward ? forward_signal : SIG_DFL;
+    sigemptyset(&sa.sa_mask);
+    for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) {
+        sigaction(s, &sa, nullptr);
+    }
+}
+
+// In the program: no address space randomisation (record --aslr keeps
+// it), as rr and gdb do; the programs it runs inherit it
+void no_aslr()
+{
+    int pers = personality(0xffffffff);
+    if (pers != -1) {
+        personality(unsigned(pers) | ADDR_NO_RANDOMIZE);
+    }
+}
+
+// The END chunk for the program's wait status, and record's exit status
+lwpprof_end end_of(int status, int *rc)
+{
+    lwpprof_end end{};
+    if (WIFEXITED(status)) {
+        end.how = LWPPROF_END_EXITED;
+        end.code = WEXITSTATUS(status);
+        *rc = end.code;
+    } else {
+        end.how = LWPPROF_END_SIGNALED;
+        end.code = WTERMSIG(status);
+        *rc = 128 + end.code;
+    }
+    return end;
+}
+
+// A new record file's header
+void write_header(int fd, const std::string &out)
+{
+    uint8_t hdr[LWPPROF_HEADER_SIZE] = {};
+    memcpy(hdr, LWPPROF_MAGIC, 8);
+    uint32_t v = LWPPROF_VERSION, hs = LWPPROF_HEADER_SIZE;
+    memcpy(hdr + 8, &v, 4);
+    memcpy(hdr + 12, &hs, 4);
+    if (write(fd, hdr, sizeof(hdr)) != sizeof(hdr)) {
+        die(125, "%s: write failed", out.c_str());
+    }
+}
+
 std::string find_qemu(const RecordOpts &o)
 {
     if (!o.qemu.empty()) {
@@ -1040,6 +1099,626 @@ std::string find_qemu(const RecordOpts &o)
         }
     }
     return search_path("qemu-x86_64");
+}
+
+// ---------------------------------------------------------------- --perf
+
+// record --perf: the kernel's lwp perf PMU (Linux series patch 0008,
+// docs/linux.md "perf: the lwp PMU") samples the program, as `perf record
+// -e lwp/EVENT/u -c PERIOD` does, through perf_event_open: one event per
+// CPU for the program, inherited by its threads and children, enabled at
+// its exec, with the mmap, comm and task side-band records; each sample
+// becomes the LWP record it was made from, each mmap a MAPS line, each
+// fork and exit a PROCESS or THREAD chunk, in time order.
+
+const char kLwpPmu[] = "/sys/bus/event_source/devices/lwp";
+
+std::string file_build_id(const std::string &path);
+
+// The lwp PMU's perf type, -1 when the kernel has none
+int lwp_pmu_type()
+{
+    FILE *f = fopen((std::string(kLwpPmu) + "/type").c_str(), "r");
+    int t = -1;
+    if (f) {
+        if (fscanf(f, "%d", &t) != 1) {
+            t = -1;
+        }
+        fclose(f);
+    }
+    return t;
+}
+
+// The online CPUs, from "0-3,5"
+std::vector<int> online_cpus()
+{
+    std::vector<int> r;
+    FILE *f = fopen("/sys/devices/system/cpu/online", "r");
+    char buf[4096] = "";
+    if (f) {
+        if (!fgets(buf, sizeof(buf), f)) {
+            buf[0] = 0;
+        }
+        fclose(f);
+    }
+    for (const auto &part : split(buf, ',')) {
+        int a, b;
+        int n = sscanf(part.c_str(), "%d-%d", &a, &b);
+        if (n == 1) {
+            b = a;
+        }
+        for (int c = a; n >= 1 && c <= b && c >= 0; c++) {
+            r.push_back(c);
+        }
+    }
+    if (r.empty()) {
+        for (long c = 0; c < sysconf(_SC_NPROCESSORS_CONF); c++) {
+            r.push_back(int(c));
+        }
+    }
+    return r;
+}
+
+// One record of a perf ring, decoded
+struct PerfEvent {
+    uint32_t type = 0;
+    uint16_t misc = 0;
+    uint32_t pid = 0, tid = 0, ppid = 0, cpu = 0;
+    uint64_t time = 0, seq = 0;
+    uint64_t ip = 0, addr = 0, weight = 0;     // SAMPLE
+    uint64_t start = 0, len = 0, pgoff = 0, ino = 0, lost = 0;
+    uint32_t maj = 0, min = 0, prot = 0, flags = 0;
+    std::string path;                           // MMAP2
+};
+
+class PerfRing {
+public:
+    PerfRing(int fd, int cpu, void *base, size_t size)
+        : fd_(fd), cpu_(cpu), base_(static_cast<uint8_t *>(base)), size_(size)
+    {
+    }
+    int fd() const { return fd_; }
+
+    // Everything the ring holds, decoded into @out (@dme: samples carry
+    // ADDR and WEIGHT)
+    void drain(bool dme, std::vector<PerfEvent> &out, uint64_t &seq)
+    {
+        auto *pg = reinterpret_cast<perf_event_mmap_page *>(base_);
+        uint64_t head = __atomic_load_n(&pg->data_head, __ATOMIC_ACQUIRE);
+        uint64_t tail = pg->data_tail;
+        const uint8_t *data = base_ + pg->data_offset;
+        uint64_t dsize = pg->data_size;
+        std::vector<uint8_t> rec;
+        while (head - tail >= sizeof(perf_event_header)) {
+            perf_event_header h;
+            copy(data, dsize, tail, &h, sizeof(h));
+            if (h.size < sizeof(h) || h.size > head - tail) {
+                break;
+            }
+            rec.resize(h.size);
+            copy(data, dsize, tail, rec.data(), h.size);
+            tail += h.size;
+            PerfEvent e;
+            if (decode(rec, dme, e)) {
+                e.seq = seq++;
+                out.push_back(std::move(e));
+            }
+        }
+        __atomic_store_n(&pg->data_tail, tail, __ATOMIC_RELEASE);
+    }
+
+    void close_ring()
+    {
+        munmap(base_, size_);
+        close(fd_);
+    }
+
+private:
+    static void copy(const uint8_t *data, uint64_t dsize, uint64_t from,
+                     void *to, size_t n)
+    {
+        uint8_t *d = static_cast<uint8_t *>(to);
+        for (size_t i = 0; i < n;) {
+            uint64_t at = (from + i) % dsize;
+            size_t k = std::min<uint64_t>(n - i, dsize - at);
+            memcpy(d + i, data + at, k);
+            i += k;
+        }
+    }
+
+    // sample_id_all's trailer of a side-band record: pid, tid; time;
+    // cpu, res (PERF_SAMPLE_TID | TIME | CPU)
+    static bool trailer(const std::vector<uint8_t> &r, PerfEvent &e)
+    {
+        if (r.size() < sizeof(perf_event_header) + 24) {
+            return false;
+        }
+        const uint8_t *t = r.data() + r.size() - 24;
+        e.time = rd64(t + 8);
+        e.cpu = rd32(t + 16);
+        return true;
+    }
+
+    bool decode(const std::vector<uint8_t> &r, bool dme, PerfEvent &e)
+    {
+        const uint8_t *p = r.data() + sizeof(perf_event_header);
+        size_t body = r.size() - sizeof(perf_event_header);
+        e.type = rd32(r.data());
+        e.misc = uint16_t(r[4] | r[5] << 8);
+        e.cpu = uint32_t(cpu_);
+        switch (e.type) {
+        case PERF_RECORD_SAMPLE:
+            // IP, TID, TIME, [ADDR], CPU, [WEIGHT]
+            if (body < (dme ? 48u : 32u)) {
+                return false;
+            }
+            e.ip = rd64(p);
+            e.pid = rd32(p + 8);
+            e.tid = rd32(p + 12);
+            e.time = rd64(p + 16);
+            p += 24;
+            if (dme) {
+                e.addr = rd64(p);
+                p += 8;
+            }
+            e.cpu = rd32(p);
+            if (dme) {
+                e.weight = rd64(p + 8);
+            }
+            return true;
+        case PERF_RECORD_MMAP2: {
+            if (body < 64 + 24 || !trailer(r, e)) {
+                return false;
+            }
+            e.pid = rd32(p);
+            e.tid = rd32(p + 4);
+            e.start = rd64(p + 8);
+            e.len = rd64(p + 16);
+            e.pgoff = rd64(p + 24);
+            e.maj = rd32(p + 32);
+            e.min = rd32(p + 36);
+            e.ino = rd64(p + 40);
+            e.prot = rd32(p + 56);
+            e.flags = rd32(p + 60);
+            const char *s = reinterpret_cast<const char *>(p + 64);
+            e.path.assign(s, strnlen(s, body - 64 - 24));
+            return true;
+        }
+        case PERF_RECORD_COMM:
+            if (body < 8 + 24 || !trailer(r, e)) {
+                return false;
+            }
+            e.pid = rd32(p);
+            e.tid = rd32(p + 4);
+            return true;
+        case PERF_RECORD_FORK:
+        case PERF_RECORD_EXIT:
+            if (body < 24 || !trailer(r, e)) {
+                return false;
+            }
+            e.pid = rd32(p);
+            e.ppid = rd32(p + 4);
+            e.tid = rd32(p + 8);
+            e.time = rd64(p + 16);
+            return true;
+        case PERF_RECORD_LOST:
+            if (body < 16) {
+                return false;
+            }
+            e.lost = rd64(p + 8);
+            trailer(r, e);
+            return true;
+        case PERF_RECORD_THROTTLE:
+            trailer(r, e);
+            return true;
+        default:
+            return false;
+        }
+    }
+
+    int fd_, cpu_;
+    uint8_t *base_;
+    size_t size_;
+};
+
+// The record file's chunks, written in the order the events happened
+class PerfWriter {
+public:
+    explicit PerfWriter(int fd) : fd_(fd) {}
+
+    void chunk(uint32_t type, const void *p, size_t n)
+    {
+        std::vector<uint8_t> c(LWPPROF_CHUNK_HEADER + (n + 7) / 8 * 8);
+        uint32_t h[2] = {type, uint32_t(n)};
+        memcpy(c.data(), h, sizeof(h));
+        memcpy(c.data() + LWPPROF_CHUNK_HEADER, p, n);
+        if (write(fd_, c.data(), c.size()) != ssize_t(c.size())) {
+            ok_ = false;
+        }
+    }
+    void text(uint32_t type, const std::string &s)
+    {
+        chunk(type, s.data(), s.size());
+    }
+    bool ok() const { return ok_; }
+
+private:
+    int fd_;
+    bool ok_ = true;
+};
+
+struct PerfProc {
+    uint32_t ppid = 0;
+    uint32_t seq = 0, live = 0;     // threads started, threads running
+    uint64_t records = 0;           // samples of the process
+    bool exec_pending = false;      // exec'd, its program not named yet
+    std::string exe;
+};
+
+// Turn the events (sorted by time) into chunks.  Returns the samples.
+uint64_t perf_chunks(PerfWriter &w, const std::vector<PerfEvent> &ev,
+                     uint32_t main, const std::string &exe, int id,
+                     std::set<std::string> &files)
+{
+    std::map<uint32_t, PerfProc> procs;
+    std::map<uint32_t, uint32_t> seq_of, pid_of;      // by tid
+    std::map<uint32_t, uint64_t> records_of;          // by tid
+    std::vector<uint8_t> batch;     // RECORDS of one thread, being built
+    uint32_t batch_tid = 0;
+    uint64_t samples = 0, lost = 0, throttled = 0;
+    bool main_exec = false;
+
+    auto flush = [&]() {
+        if (batch.size() > 8) {
+            uint32_t n = uint32_t((batch.size() - 8) / LWP_EVENT_RECORD_SIZE);
+            memcpy(batch.data(), &batch_tid, 4);
+            memcpy(batch.data() + 4, &n, 4);
+            w.chunk(LWPPROF_RECORDS, batch.data(), batch.size());
+        }
+        batch.assign(8, 0);
+    };
+    auto start_thread = [&](uint32_t pid, uint32_t tid) {
+        flush();
+        PerfProc &p = procs[pid];
+        lwpprof_thread t{tid, LWPPROF_THREAD_START, ++p.seq, pid, 0, 0};
+        p.live++;
+        seq_of[tid] = t.seq;
+        pid_of[tid] = pid;
+        w.chunk(LWPPROF_THREAD, &t, sizeof(t));
+    };
+    auto process = [&](uint32_t pid, uint32_t ppid, uint32_t how,
+                       const std::string &path) {
+        flush();
+        std::vector<uint8_t> c(sizeof(lwpprof_process) + path.size());
+        lwpprof_process pr{pid, ppid, how, 0};
+        memcpy(c.data(), &pr, sizeof(pr));
+        memcpy(c.data() + sizeof(pr), path.data(), path.size());
+        w.chunk(LWPPROF_PROCESS, c.data(), c.size());
+    };
+    // a process that exec'd: named by the first file it maps (the
+    // program: the kernel maps it after the stack, before the loader)
+    auto named = [&](uint32_t pid, const std::string &path) {
+        PerfProc &p = procs[pid];
+        if (!p.exec_pending) {
+            return;
+        }
+        p.exec_pending = false;
+        p.exe = path;
+        // the thread that exec'd ends its part in the old program (the
+        // others ended before the exec)
+        flush();
+        lwpprof_thread t{pid, LWPPROF_THREAD_STOP, seq_of[pid], pid, 0,
+                         records_of[pid]};
+        w.chunk(LWPPROF_THREAD, &t, sizeof(t));
+        records_of[pid] = 0;
+        process(pid, p.ppid, LWPPROF_PROCESS_EXEC_FOLLOWED, path);
+        p.seq = 0;
+        p.live = 0;
+        start_thread(pid, pid);
+    };
+
+    batch.assign(8, 0);
+    procs[main].exe = exe;
+    procs[main].ppid = uint32_t(getpid());
+    start_thread(main, main);
+    for (const PerfEvent &e : ev) {
+        switch (e.type) {
+        case PERF_RECORD_SAMPLE: {
+            named(e.pid, procs[e.pid].exe);
+            if (e.tid != batch_tid) {
+                flush();
+                batch_tid = e.tid;
+            }
+            uint8_t r[LWP_EVENT_RECORD_SIZE] = {};
+            uint32_t d1 = id == LWP_EVENT_ID_DME ? uint32_t(e.weight) : 0;
+            uint16_t fl = id == LWP_EVENT_ID_DME && e.addr
+                ? uint16_t(LWP_REC_DME_DAV >> 16) : 0;
+            r[LWP_REC_EVENT_ID] = uint8_t(id);
+            r[LWP_REC_CORE_ID] = uint8_t(e.cpu);
+            memcpy(r + LWP_REC_FLAGS, &fl, 2);
+            memcpy(r + LWP_REC_DATA1, &d1, 4);
+            memcpy(r + LWP_REC_IP, &e.ip, 8);
+            memcpy(r + LWP_REC_DATA2, &e.addr, 8);
+            batch.insert(batch.end(), r, r + sizeof(r));
+            records_of[e.tid]++;
+            procs[e.pid].records++;
+            samples++;
+            break;
+        }
+        case PERF_RECORD_MMAP2: {
+            if (!e.path.empty() && e.path[0] == '/') {
+                named(e.pid, e.path);
+            }
+            char line[128];
+            snprintf(line, sizeof(line),
+                     "%" PRIx64 "-%" PRIx64 " %c%c%c%c %08" PRIx64
+                     " %02x:%02x %" PRIu64 " ", e.start, e.start + e.len,
+                     e.prot & PROT_READ ? 'r' : '-',
+                     e.prot & PROT_WRITE ? 'w' : '-',
+                     e.prot & PROT_EXEC ? 'x' : '-',
+                     e.flags & MAP_SHARED ? 's' : 'p', e.pgoff, e.maj,
+                     e.min, e.ino);
+            flush();
+            w.text(LWPPROF_MAPS, "pid " + std::to_string(e.pid) + "\n" +
+                                     line + e.path + "\n");
+            if (!e.path.empty() && e.path[0] == '/') {
+                files.insert(e.path);
+            }
+            break;
+        }
+        case PERF_RECORD_COMM:
+            if (!(e.misc & PERF_RECORD_MISC_COMM_EXEC) || e.pid != e.tid) {
+                break;
+            }
+            if (e.pid == main && !main_exec) {
+                main_exec = true;   // the exec that enabled the events
+            } else {
+                procs[e.pid].exec_pending = true;
+            }
+            break;
+        case PERF_RECORD_FORK:
+            if (e.pid != e.ppid) {
+                // a child process: a copy of its parent, maps and all
+                procs[e.pid].exe = procs[e.ppid].exe;
+                procs[e.pid].ppid = e.ppid;
+                process(e.pid, e.ppid, LWPPROF_PROCESS_FOLLOWED,
+                        procs[e.ppid].exe);
+            }
+            start_thread(e.pid, e.tid);
+            break;
+        case PERF_RECORD_EXIT: {
+            if (!pid_of.count(e.tid)) {
+                break;
+            }
+            flush();
+            PerfProc &p = procs[e.pid];
+            lwpprof_thread t{e.tid, LWPPROF_THREAD_STOP, seq_of[e.tid], e.pid,
+                             0, records_of[e.tid]};
+            w.chunk(LWPPROF_THREAD, &t, sizeof(t));
+            pid_of.erase(e.tid);
+            if (p.live && --p.live == 0) {
+                // the kernel drains a thread's ring before it exits: no
+                // record is lost however the process ended
+                lwpprof_exit x{e.tid, 0, p.records};
+                w.chunk(LWPPROF_EXIT, &x, sizeof(x));
+            }
+            break;
+        }
+        case PERF_RECORD_LOST:
+            lost += e.lost;
+            break;
+        case PERF_RECORD_THROTTLE:
+            throttled++;
+            break;
+        }
+    }
+    flush();
+    if (lost) {
+        w.text(LWPPROF_NOTE, "perf-lost: perf's ring lost " +
+                                 std::to_string(lost) +
+                                 " samples (a larger --ring-kb keeps them)");
+    }
+    if (throttled) {
+        w.text(LWPPROF_NOTE, "perf-throttled: the kernel throttled the "
+                             "event " + std::to_string(throttled) +
+                             " times (kernel.perf_event_max_sample_rate)");
+    }
+    return samples;
+}
+
+// record --perf: returns the program's exit status as record does
+int record_perf(const RecordOpts &o, const std::string &prog, int id,
+                unsigned long interval, const std::string &out)
+{
+    int type = lwp_pmu_type();
+    if (type < 0) {
+        die(125, "--perf: this kernel has no lwp perf PMU (%s)", kLwpPmu);
+    }
+    std::string evfile = std::string(kLwpPmu) + "/events/" + kEventNames[id];
+    if (access(evfile.c_str(), F_OK) != 0) {
+        die(2, "record: --perf: the lwp PMU has no event %s (this CPU's LWP "
+            "lacks it)", kEventNames[id]);
+    }
+    bool dme = id == LWP_EVENT_ID_DME;
+    int fd = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        die(125, "%s: %s", out.c_str(), strerror(errno));
+    }
+    write_header(fd, out);
+
+    int go[2];
+    if (pipe2(go, O_CLOEXEC) != 0) {
+        die(125, "pipe: %s", strerror(errno));
+    }
+    std::vector<char *> cargs;
+    for (auto &s : o.argv) {
+        cargs.push_back(const_cast<char *>(s.c_str()));
+    }
+    cargs[0] = const_cast<char *>(prog.c_str());
+    cargs.push_back(nullptr);
+    job_signals(true);
+    pid_t pid = fork();
+    if (pid < 0) {
+        die(125, "fork: %s", strerror(errno));
+    }
+    if (pid == 0) {
+        char c;
+        close(go[1]);
+        job_signals(false);
+        if (!o.aslr) {
+            no_aslr();
+        }
+        // the events are open when lwp-prof writes a byte
+        if (read(go[0], &c, 1) != 1) {
+            _exit(125);
+        }
+        std::vector<char *> a(cargs);
+        a[0] = const_cast<char *>(o.argv[0].c_str());
+        execv(prog.c_str(), a.data());
+        fprintf(stderr, "lwp-prof: %s: %s\n", prog.c_str(), strerror(errno));
+        _exit(errno == ENOENT ? 127 : 126);
+    }
+    close(go[0]);
+    g_child = pid;
+
+    perf_event_attr attr {};
+    attr.size = sizeof(attr);
+    attr.type = uint32_t(type);
+    attr.config = uint64_t(id);
+    attr.sample_period = interval + 1;   // the lwp PMU: interval + 1
+    attr.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME |
+                       PERF_SAMPLE_CPU |
+                       (dme ? PERF_SAMPLE_ADDR | PERF_SAMPLE_WEIGHT : 0);
+    attr.disabled = 1;
+    attr.inherit = 1;
+    attr.enable_on_exec = 1;
+    attr.exclude_kernel = 1;
+    attr.exclude_hv = 1;
+    attr.mmap = 1;
+    attr.mmap2 = 1;
+    attr.mmap_data = 1;
+    attr.comm = 1;
+    attr.comm_exec = 1;
+    attr.task = 1;
+    attr.sample_id_all = 1;
+    attr.watermark = 1;
+    long page = sysconf(_SC_PAGESIZE);
+    size_t pages = 1;
+    while (pages * size_t(page) < size_t(o.ring_kb) * 1024) {
+        pages *= 2;
+    }
+    std::vector<PerfRing> rings;
+    std::string why;
+    for (int cpu : online_cpus()) {
+        attr.wakeup_watermark = uint32_t(pages * size_t(page) / 2);
+        int efd = int(syscall(SYS_perf_event_open, &attr, pid, cpu, -1,
+                              PERF_FLAG_FD_CLOEXEC));
+        if (efd < 0) {
+            why = "perf_event_open(lwp/" + std::string(kEventNames[id]) +
+                  "/u) on CPU " + std::to_string(cpu) + ": " +
+                  strerror(errno);
+            break;
+        }
+        void *base = MAP_FAILED;
+        // an unprivileged user has perf_event_mlock_kb (516 KiB) for all
+        // CPUs: a smaller ring then
+        for (size_t n = pages; n >= 8 && base == MAP_FAILED; n /= 2) {
+            base = mmap(nullptr, (n + 1) * size_t(page),
+                        PROT_READ | PROT_WRITE, MAP_SHARED, efd, 0);
+            if (base != MAP_FAILED) {
+                pages = n;
+                rings.emplace_back(efd, cpu, base, (n + 1) * size_t(page));
+            } else if (errno != EPERM && errno != ENOMEM) {
+                break;
+            }
+        }
+        if (base == MAP_FAILED) {
+            why = std::string("mmap of the perf ring: ") + strerror(errno);
+            close(efd);
+            break;
+        }
+    }
+    if (!why.empty() || rings.empty()) {
+        kill(pid, SIGKILL);
+        waitpid(pid, nullptr, 0);
+        unlink(out.c_str());
+        die(125, "--perf: %s", why.empty() ? "no CPU online" : why.c_str());
+    }
+    char info[1024];
+    snprintf(info, sizeof(info),
+             "cpu=native\nsource=perf\npid=%d\nexe=%s\nflags=0x%x\n"
+             "interval.%s=%lu\nperf_ring_bytes=%zu\n", int(pid), prog.c_str(),
+             1u << id, kEventNames[id], interval, pages * size_t(page));
+    PerfWriter w(fd);
+    w.text(LWPPROF_INFO, info);
+    if (!o.quiet) {
+        fprintf(stderr, "lwp-prof: recording %s (%s:%lu, native, the "
+                "kernel's lwp perf PMU) into %s\n", o.argv[0].c_str(),
+                kEventNames[id], interval, o.output.c_str());
+    }
+    if (write(go[1], "g", 1) != 1) {
+        die(125, "the program did not start");
+    }
+    close(go[1]);
+
+    std::vector<PerfEvent> ev;
+    uint64_t seq = 0;
+    int status = 0;
+    std::vector<pollfd> pfd;
+    for (auto &r : rings) {
+        pfd.push_back({r.fd(), POLLIN, 0});
+    }
+    for (;;) {
+        poll(pfd.data(), pfd.size(), 100);
+        for (auto &r : rings) {
+            r.drain(dme, ev, seq);
+        }
+        pid_t r = waitpid(pid, &status, WNOHANG);
+        if (r == pid) {
+            break;
+        }
+        if (r < 0 && errno != EINTR) {
+            die(125, "waitpid: %s", strerror(errno));
+        }
+    }
+    g_child = 0;
+    // what its last threads wrote, and the exits of any that outlived it
+    for (auto &r : rings) {
+        r.drain(dme, ev, seq);
+        r.close_ring();
+    }
+    std::stable_sort(ev.begin(), ev.end(), [](const auto &a, const auto &b) {
+        return a.time != b.time ? a.time < b.time : a.seq < b.seq;
+    });
+    std::set<std::string> files;
+    uint64_t samples = perf_chunks(w, ev, uint32_t(pid), prog, id, files);
+    std::string objects;
+    for (const auto &f : files) {
+        struct stat st;
+        if (stat(f.c_str(), &st) == 0) {
+            char line[64];
+            snprintf(line, sizeof(line), "\t%lld\t%lld.%09ld\n",
+                     (long long)st.st_size, (long long)st.st_mtim.tv_sec,
+                     st.st_mtim.tv_nsec);
+            objects += f + "\t" + file_build_id(f) + line;
+        }
+    }
+    if (!objects.empty()) {
+        w.text(LWPPROF_OBJECTS, objects);
+    }
+    int rc;
+    lwpprof_end end = end_of(status, &rc);
+    w.chunk(LWPPROF_END, &end, sizeof(end));
+    if (!w.ok() || close(fd) != 0) {
+        die(125, "%s: write failed", out.c_str());
+    }
+    if (!o.quiet) {
+        fprintf(stderr, "lwp-prof: %s %s %d; %" PRIu64 " samples in %s\n",
+                o.argv[0].c_str(), WIFEXITED(status) ? "exited with status"
+                                                     : "was killed by signal",
+                end.code, samples, o.output.c_str());
+    }
+    return rc;
 }
 
 int cmd_record(int argc, char **argv)
@@ -1072,6 +1751,8 @@ int cmd_record(int argc, char **argv)
             o.force_qemu = true;
         } else if (a == "--native") {
             o.native = true;
+        } else if (a == "--perf") {
+            o.perf = true;
         } else if (a == "--no-follow-exec") {
             o.follow_exec = false;
         } else if (a == "-g" || a == "--call-graph") {
@@ -1080,6 +1761,7 @@ int cmd_record(int argc, char **argv)
             o.aslr = true;
         } else if (a == "--preload") {
             o.preload = in.value("--preload");
+            o.preload_given = true;
         } else if (a == "-q" || a == "--quiet") {
             o.quiet = true;
         } else if (a == "-h" || a == "--help") {
@@ -1116,6 +1798,16 @@ int cmd_record(int argc, char **argv)
         die(2, "record: --native runs without qemu: not with --qemu, --cpu "
             "or --qemu-arg");
     }
+    if (o.perf && (o.force_qemu || o.native || o.stacks || o.preload_given ||
+                   !o.follow_exec)) {
+        die(2, "record: --perf runs the program directly and follows what "
+            "it runs, without call stacks: not with --qemu, --cpu, "
+            "--qemu-arg, --native, --preload, --no-follow-exec or -g");
+    }
+    if (o.perf && asked.size() != 1) {
+        die(2, "record: --perf: the lwp PMU samples one event per thread "
+            "(-e EVENT:INTERVAL)");
+    }
 
     std::string prog = search_path(o.argv[0]);
     if (prog.empty() || access(prog.c_str(), F_OK) != 0) {
@@ -1127,7 +1819,16 @@ int cmd_record(int argc, char **argv)
     if (script_interpreter(prog, o.argv)) {
         prog = o.argv[0];
     }
-    check_program(prog);
+    check_program(prog, !o.perf);
+    if (o.perf) {
+        int id = asked.begin()->first;
+        unsigned long iv = asked.begin()->second;
+        if (iv < 1 && id != LWP_EVENT_ID_VAL) {
+            die(2, "record: --perf: interval 0 (the lwp PMU's period is the "
+                "interval plus one, at least 2)");
+        }
+        return record_perf(o, prog, id, iv, absolute(o.output));
+    }
 
     std::string preload = o.preload;
     if (preload.empty()) {
@@ -1163,11 +1864,7 @@ int cmd_record(int argc, char **argv)
     if (fd < 0) {
         die(125, "%s: %s", out.c_str(), strerror(errno));
     }
-    uint8_t hdr[LWPPROF_HEADER_SIZE] = {};
-    memcpy(hdr, LWPPROF_MAGIC, 8);
-    uint32_t v = LWPPROF_VERSION, hs = LWPPROF_HEADER_SIZE;
-    memcpy(hdr + 8, &v, 4);
-    memcpy(hdr + 12, &hs, 4);
+    write_header(fd, out);
     // an INFO chunk of the recorder's own: what the clocks counted
     std::string info = "cpu=" + (native ? std::string("native") : o.cpu) +
                        "\n";
@@ -1176,8 +1873,7 @@ int cmd_record(int argc, char **argv)
     memcpy(chunk.data(), &type, 4);
     memcpy(chunk.data() + 4, &size, 4);
     memcpy(chunk.data() + LWPPROF_CHUNK_HEADER, info.data(), info.size());
-    if (write(fd, hdr, sizeof(hdr)) != sizeof(hdr) ||
-        write(fd, chunk.data(), chunk.size()) != ssize_t(chunk.size())) {
+    if (write(fd, chunk.data(), chunk.size()) != ssize_t(chunk.size())) {
         die(125, "%s: write failed", out.c_str());
     }
     close(fd);
@@ -1212,12 +1908,7 @@ int cmd_record(int argc, char **argv)
     }
     cargs.push_back(nullptr);
 
-    struct sigaction sa {};
-    sa.sa_handler = forward_signal;
-    sigemptyset(&sa.sa_mask);
-    for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) {
-        sigaction(s, &sa, nullptr);
-    }
+    job_signals(true);
     struct timespec t0, now;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     pid_t pid = fork();
@@ -1258,19 +1949,13 @@ int cmd_record(int argc, char **argv)
         if (o.stacks) {
             setenv("LWP_PROF_STACKS", "1", 1);
         }
-        // as rr and gdb do; the programs it runs inherit it
         if (!o.aslr) {
-            int pers = personality(0xffffffff);
-            if (pers != -1) {
-                personality(unsigned(pers) | ADDR_NO_RANDOMIZE);
-            }
+            no_aslr();
         }
         if (o.quiet) {
             setenv("LWP_PROF_QUIET", "1", 1);
         }
-        for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) {
-            signal(s, SIG_DFL);
-        }
+        job_signals(false);
         execv(cargs[0], cargs.data());
         fprintf(stderr, "lwp-prof: %s: %s\n", cargs[0], strerror(errno));
         _exit(errno == ENOENT ? 127 : 126);
@@ -1327,17 +2012,8 @@ int cmd_record(int argc, char **argv)
             die(125, "%s: %s", out.c_str(), strerror(errno));
         }
     }
-    lwpprof_end end{};
     int rc;
-    if (WIFEXITED(status)) {
-        end.how = LWPPROF_END_EXITED;
-        end.code = WEXITSTATUS(status);
-        rc = end.code;
-    } else {
-        end.how = LWPPROF_END_SIGNALED;
-        end.code = WTERMSIG(status);
-        rc = 128 + end.code;
-    }
+    lwpprof_end end = end_of(status, &rc);
     uint32_t ch[2] = {LWPPROF_END, sizeof(end)};
     fd = open(out.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
     if (fd < 0 || write(fd, ch, sizeof(ch)) != sizeof(ch) ||
@@ -2307,14 +2983,24 @@ int cmd_report(int argc, char **argv)
     }
     printf("lwp-prof report of %s: %s\n", file.c_str(),
            prof.info["exe"].c_str());
-    printf("  settings: LWPCB.Flags %s", prof.info["flags"].c_str());
+    bool perf = prof.info["source"] == "perf";
+    if (perf) {
+        printf("  settings: the kernel's lwp perf PMU");
+    } else {
+        printf("  settings: LWPCB.Flags %s", prof.info["flags"].c_str());
+    }
     for (int id = 2; id <= LWP_NUM_EVENTS; id++) {
         if (uint64_t iv = interval_of(prof, id)) {
             printf(", %s interval %" PRIu64 " (a record per %" PRIu64 " %s)",
                    kEventNames[id], iv, iv + 1, kEventUnits[id]);
         }
     }
-    printf("; ring %s bytes per thread\n", prof.info["ring_bytes"].c_str());
+    if (perf) {
+        printf("; perf ring %s bytes per CPU\n",
+               prof.info["perf_ring_bytes"].c_str());
+    } else {
+        printf("; ring %s bytes per thread\n", prof.info["ring_bytes"].c_str());
+    }
     if (!prof.has_end) {
         printf("  program: unknown end (--force: %s)\n", warning.c_str());
     } else {
@@ -2608,9 +3294,13 @@ int cmd_report(int argc, char **argv)
     if (!nbr) {
         printf("no records (record with -e bre:N)\n");
     } else {
-        printf("%s at %s, %.1f%% taken", plural(nbr, "sample").c_str(),
-               plural(brs.size(), "branch", "branches").c_str(),
-               100.0 * double(ntaken) / double(nbr));
+        printf("%s at %s", plural(nbr, "sample").c_str(),
+               plural(brs.size(), "branch", "branches").c_str());
+        if (perf) {
+            printf(" (the lwp PMU's samples carry no taken flag or target)");
+        } else {
+            printf(", %.1f%% taken", 100.0 * double(ntaken) / double(nbr));
+        }
         if (nprv) {
             printf(", %.1f%% of predicted-valid mispredicted",
                    100.0 * double(nmis) / double(nprv));
@@ -2640,11 +3330,20 @@ int cmd_report(int argc, char **argv)
             wheres.push_back(where);
             bw = std::max(bw, int(where.size()));
         }
-        printf("  %8s %7s %7s  %-*s %s\n", "samples", "share", "taken", bw,
-               "branch", "most frequent target");
+        if (perf) {
+            printf("  %8s %7s  %s\n", "samples", "share", "branch");
+        } else {
+            printf("  %8s %7s %7s  %-*s %s\n", "samples", "share", "taken",
+                   bw, "branch", "most frequent target");
+        }
         for (size_t i = 0; i < nshow; i++) {
             const Br &b = *std::get<2>(bv[i]);
             const std::string &where = wheres[i];
+            if (perf) {
+                printf("  %8" PRIu64 " %6.2f%%  %s\n", b.n,
+                       100.0 * double(b.n) / double(nbr), where.c_str());
+                continue;
+            }
             auto tgt = std::max_element(
                 b.targets.begin(), b.targets.end(),
                 [](const auto &x, const auto &y) { return x.second < y.second; });
