@@ -123,6 +123,8 @@ bool pmu_has_counters(const PmuProfile *p);
 /* Its number of general-purpose and of fixed-function counters */
 unsigned pmu_num_gp(const PmuProfile *p);
 unsigned pmu_num_fixed(const PmuProfile *p);
+/* The value a general-purpose counter wraps after: 2^width - 1 */
+uint64_t pmu_gp_counter_mask(const PmuProfile *p);
 
 /* CPUID leaf 0AH (SDM 18.13; Vol. 2A, CPUID) */
 void pmu_cpuid_0a(const PmuProfile *p, uint32_t *eax, uint32_t *ebx,

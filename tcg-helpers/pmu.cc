@@ -434,6 +434,11 @@ unsigned pmu_num_fixed(const PmuProfile *p)
     return p->num_fixed;
 }
 
+uint64_t pmu_gp_counter_mask(const PmuProfile *p)
+{
+    return counter_mask(p, false);
+}
+
 void pmu_cpuid_0a(const PmuProfile *p, uint32_t *eax, uint32_t *ebx,
                   uint32_t *ecx, uint32_t *edx)
 {

@@ -1425,7 +1425,7 @@ uint64_t perf_chunks(PerfWriter &w, const std::vector<PerfEvent> &ev,
         switch (e.type) {
         case PERF_RECORD_SAMPLE: {
             named(e.pid, procs[e.pid].exe);
-            if (e.tid != batch_tid) {
+            if (e.tid != batch_tid || batch.size() >= (1u << 20)) {
                 flush();
                 batch_tid = e.tid;
             }
@@ -1554,7 +1554,6 @@ int record_perf(const RecordOpts &o, const std::string &prog, int id,
     for (auto &s : o.argv) {
         cargs.push_back(const_cast<char *>(s.c_str()));
     }
-    cargs[0] = const_cast<char *>(prog.c_str());
     cargs.push_back(nullptr);
     job_signals(true);
     pid_t pid = fork();
@@ -1572,9 +1571,7 @@ int record_perf(const RecordOpts &o, const std::string &prog, int id,
         if (read(go[0], &c, 1) != 1) {
             _exit(125);
         }
-        std::vector<char *> a(cargs);
-        a[0] = const_cast<char *>(o.argv[0].c_str());
-        execv(prog.c_str(), a.data());
+        execv(prog.c_str(), cargs.data());
         fprintf(stderr, "lwp-prof: %s: %s\n", prog.c_str(), strerror(errno));
         _exit(errno == ENOENT ? 127 : 126);
     }

@@ -495,16 +495,18 @@ static bool pmu_stalls(CPUX86State *env, const uint32_t *n, uintptr_t ra,
  * what the TB's start counted, and the TB exits before that
  * instruction, giving back its counts and those after it
  * (x86_restore_state_to_opc), so that the interrupt is taken there; at
- * the TB's exit, at the next TB's start.
+ * the TB's exit, at the next TB's start.  A counter that neither
+ * overflows nor has its PEBS event due (pmu_pebs_event) just takes the
+ * count, as pmu_count() would.
  */
 void helper_pmu_cache_commit(CPUX86State *env, uint32_t mid)
 {
-    const PmuProfile *p = env_archcpu(env)->pmu_profile;
+    X86CPU *cpu = env_archcpu(env);
+    const PmuProfile *p = cpu->pmu_profile;
     /* at either CPL: IRET's loads counted at the CPL it left */
     uint8_t window = env->pmu_cycle_counters[0] | env->pmu_cycle_counters[1];
     uint32_t stalls[X86_PMU_COUNTERS] = { };
-    PmuRegs regs = x86_pmu_regs(env);
-    unsigned r = 0, i;
+    unsigned r = 0, slow = 0, i;
     bool leave = false;
 
     for (i = 0; i < X86_PMU_COUNTERS; i++) {
@@ -513,11 +515,25 @@ void helper_pmu_cache_commit(CPUX86State *env, uint32_t mid)
         if (!n) {
             continue;
         }
-        env->pmu_cache_pend[i] = 0;
         if (window & (1u << i)) {
             stalls[i] = n;
+        } else if (i < PMU_MAX_GP && !(env->pmu_pebs_armed & BIT_ULL(i)) &&
+                   env->msr_gp_counters[i] + n <= cpu->pmu_gp_mask) {
+            env->msr_gp_counters[i] += n;
         } else {
-            r |= pmu_count(env, p, &regs, i, n);
+            slow |= 1u << i;
+            continue;
+        }
+        env->pmu_cache_pend[i] = 0;
+    }
+    if (slow) {
+        PmuRegs regs = x86_pmu_regs(env);
+
+        for (i = 0; i < X86_PMU_COUNTERS; i++) {
+            if (slow & (1u << i)) {
+                r |= pmu_count(env, p, &regs, i, env->pmu_cache_pend[i]);
+                env->pmu_cache_pend[i] = 0;
+            }
         }
     }
     env->pmu_cache_due = 0;
