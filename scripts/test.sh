@@ -14,7 +14,8 @@
 #            scripts/build-linux.sh) running LWP programs, booted under
 #            build/qemu-system-x86_64 with +lwp (tests/linux)
 #   qtest    lwp-cpuid-test and upstream's test-x86-cpuid-compat
-#   tcg      upstream's x86_64-linux-user check-tcg programs
+#   tcg      upstream's x86_64-linux-user and x86_64-softmmu check-tcg
+#            programs, with the series' PMU test (run-pmu)
 #   prof     lwp-prof (tools/lwp-prof) recording programs under
 #            build/qemu-x86_64: exact samples, threads, speedscope, errors
 #
@@ -115,10 +116,12 @@ if has qtest; then
 fi
 
 if has tcg; then
-    log "upstream check-tcg, x86_64-linux-user"
-    # (check-tcg runs some programs under upstream's test plugins)
+    log "upstream check-tcg, x86_64-linux-user and x86_64-softmmu"
+    # (check-tcg runs some programs under upstream's test plugins; the
+    # softmmu tests include the series' PMU test, run-pmu)
     { ninja -C "$QBUILD" -j"$JOBS" test-plugins &&
-      make -C "$QBUILD" -k -j"$JOBS" run-tcg-tests-x86_64-linux-user; } >"$logs/tcg.log" 2>&1
+      make -C "$QBUILD" -k -j"$JOBS" run-tcg-tests-x86_64-linux-user \
+          run-tcg-tests-x86_64-softmmu; } >"$logs/tcg.log" 2>&1
     run=$(grep -cE '^ +TEST +' "$logs/tcg.log")
     f=$(grep -cE '\*\*\* .*(run-[^]]*\] Error|No rule to make target)' "$logs/tcg.log")
     grep -E '^ +TEST |Error' "$logs/tcg.log" | tail -n 5
