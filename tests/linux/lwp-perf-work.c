@@ -25,6 +25,10 @@
  * function do not depend on how many instructions the thread ran before
  * (tests/linux/lwp-perf.sh, lwp_perf_threads).
  *
+ * lwp-perf-work wait FIFO A B C reads a byte from FIFO, then runs work_a,
+ * work_b and work_c in its one thread for A, B and C iterations: perf
+ * record -p attaches to it while it waits.
+ *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #include <pthread.h>
@@ -32,6 +36,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <fcntl.h>
+#include <unistd.h>
 
 #define WORK(name)                                                  \
     __attribute__((noipa)) static void name(unsigned long n)     \
@@ -88,6 +94,19 @@ int main(int argc, char **argv)
         for (i = 0; i < 3; i++) {
             pthread_join(t[i], NULL);
         }
+        return 0;
+    }
+
+    if (argc > 5 && !strcmp(argv[1], "wait")) {
+        int fd = open(argv[2], O_RDONLY);
+        char c;
+
+        if (fd < 0 || read(fd, &c, 1) != 1) {
+            return 1;
+        }
+        work_a(strtoul(argv[3], NULL, 10));
+        work_b(strtoul(argv[4], NULL, 10));
+        work_c(strtoul(argv[5], NULL, 10));
         return 0;
     }
 

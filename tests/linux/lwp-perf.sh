@@ -92,6 +92,7 @@ lwp_perf_checks() {
     done
     lwp_perf_dme "$exe"
     lwp_perf_threads "$exe"
+    lwp_perf_attach
     sed -n 's/^@@r[0-9]* error /    /p' <<<"$ev" | head -n 10
     n=$(grep -c '^@@r4 out PASS:' <<<"$ev")
     check "$(result test "$n" -gt 0 -a -z "$(grep '^@@r4 out FAIL:' <<<"$ev")")" \
@@ -167,3 +168,36 @@ lwp_perf_threads() {
     check "$(result test -z "$bad")" \
         "perf: run 6, three threads with inherited events: each thread's function has exactly (2 x iterations + 1) / 10007 samples, with the thread's own TID: ${all% }${bad:+ (wrong: ${bad% })}"
 }
+
+# Run 7, perf record -p of lwp-perf-work wait: attached to the program
+# while it waits on a FIFO, its events enabled through perf's control
+# FIFO (acknowledged) before the program is let go.  Its one thread then
+# runs work_a, work_b and work_c for run 6's iterations, 59, 179 and 119
+# periods of 10007 (run 6's check has their shape): the PMU maps the
+# thread's LWPCB when the event first runs in it, a running thread it was
+# not created with, and each function gets exactly that many samples, all
+# with the program's PID as TID
+lwp_perf_attach() {
+    local f i=0 n got want pid tids all='' bad=''
+    local -a it
+    read -r -a it <<<"$(sed -n 's/^@@r6 iterations //p' <<<"$ev")"
+    pid=$(sed -n 's/^@@r7 pid \([0-9]*\) ack ack$/\1/p' <<<"$ev")
+    for f in work_a work_b work_c; do
+        n=${it[$i]:-0}
+        i=$((i + 1))
+        if [ "$n" -gt 0 ] && [ $(((2 * n + 1) % 10007)) = 0 ]; then
+            want=$(((2 * n + 1) / 10007))
+        else
+            want="none (iterations '$n')"
+        fi
+        got=$(grep -c "^@@r7 s .* $f\$" <<<"$ev")
+        [ "$got" = "$want" ] || bad+="$f "
+        all+="$f=$got of $want "
+    done
+    tids=$(sed -n 's/^@@r7 s *\([0-9]*\) .*/\1/p' <<<"$ev" | sort -u | tr '\n' ' ')
+    [ -n "$pid" ] && [ "$tids" = "$pid " ] || bad+="TIDs "
+    grep -q '^@@r7 program exit 0$' <<<"$ev" && grep -q '^@@r7 ok$' <<<"$ev" || bad+="exit "
+    check "$(result test -z "$bad")" \
+        "perf: run 7, perf record -p of the running program, enabled before it is let go: ${all}with its PID ${pid:-none} as TID (TIDs: ${tids:-none})${bad:+ (wrong: ${bad% })}"
+}
+
