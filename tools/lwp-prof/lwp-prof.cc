@@ -1293,7 +1293,7 @@ private:
             return true;
         case PERF_RECORD_FORK:
         case PERF_RECORD_EXIT:
-            if (body < 24 || !trailer(r, e)) {
+            if (body < 24 + 24 || !trailer(r, e)) {
                 return false;
             }
             e.pid = rd32(p);
@@ -1384,6 +1384,7 @@ uint64_t perf_chunks(PerfWriter &w, const std::vector<PerfEvent> &ev,
         p.live++;
         seq_of[tid] = t.seq;
         pid_of[tid] = pid;
+        records_of[tid] = 0;
         w.chunk(LWPPROF_THREAD, &t, sizeof(t));
     };
     auto process = [&](uint32_t pid, uint32_t ppid, uint32_t how,
@@ -1404,13 +1405,21 @@ uint64_t perf_chunks(PerfWriter &w, const std::vector<PerfEvent> &ev,
         }
         p.exec_pending = false;
         p.exe = path;
-        // the thread that exec'd ends its part in the old program (the
-        // others ended before the exec)
+        // the thread that exec'd ends its part in the old program: the
+        // others ended before the exec, and one that was not the leader
+        // took the leader's tid (de_thread) with its old one still here
         flush();
-        lwpprof_thread t{pid, LWPPROF_THREAD_STOP, seq_of[pid], pid, 0,
-                         records_of[pid]};
-        w.chunk(LWPPROF_THREAD, &t, sizeof(t));
-        records_of[pid] = 0;
+        for (auto it = pid_of.begin(); it != pid_of.end();) {
+            if (it->second != pid) {
+                ++it;
+                continue;
+            }
+            lwpprof_thread t{it->first, LWPPROF_THREAD_STOP,
+                             seq_of[it->first], pid, 0,
+                             records_of[it->first]};
+            w.chunk(LWPPROF_THREAD, &t, sizeof(t));
+            it = pid_of.erase(it);
+        }
         process(pid, p.ppid, LWPPROF_PROCESS_EXEC_FOLLOWED, path);
         p.seq = 0;
         p.live = 0;
@@ -1446,7 +1455,14 @@ uint64_t perf_chunks(PerfWriter &w, const std::vector<PerfEvent> &ev,
             break;
         }
         case PERF_RECORD_MMAP2: {
-            if (!e.path.empty() && e.path[0] == '/') {
+            // a file, or a special mapping ([vdso]); not anonymous memory
+            // ("//anon"), which names nothing
+            bool file = e.path.size() > 1 && e.path[0] == '/' &&
+                        e.path[1] != '/';
+            if (!file && (e.path.empty() || e.path[0] != '[')) {
+                break;
+            }
+            if (file) {
                 named(e.pid, e.path);
             }
             char line[128];
@@ -1461,7 +1477,7 @@ uint64_t perf_chunks(PerfWriter &w, const std::vector<PerfEvent> &ev,
             flush();
             w.text(LWPPROF_MAPS, "pid " + std::to_string(e.pid) + "\n" +
                                      line + e.path + "\n");
-            if (!e.path.empty() && e.path[0] == '/') {
+            if (file) {
                 files.insert(e.path);
             }
             break;
@@ -1516,7 +1532,7 @@ uint64_t perf_chunks(PerfWriter &w, const std::vector<PerfEvent> &ev,
     if (lost) {
         w.text(LWPPROF_NOTE, "perf-lost: perf's ring lost " +
                                  std::to_string(lost) +
-                                 " samples (a larger --ring-kb keeps them)");
+                                 " records (a larger --ring-kb keeps them)");
     }
     if (throttled) {
         w.text(LWPPROF_NOTE, "perf-throttled: the kernel throttled the "
@@ -1599,6 +1615,9 @@ int record_perf(const RecordOpts &o, const std::string &prog, int id,
     attr.task = 1;
     attr.sample_id_all = 1;
     attr.watermark = 1;
+    // one clock for all CPUs' rings, which are merged by time
+    attr.use_clockid = 1;
+    attr.clockid = CLOCK_MONOTONIC;
     long page = sysconf(_SC_PAGESIZE);
     size_t pages = 1;
     while (pages * size_t(page) < size_t(o.ring_kb) * 1024) {
@@ -1607,33 +1626,40 @@ int record_perf(const RecordOpts &o, const std::string &prog, int id,
     std::vector<PerfRing> rings;
     std::string why;
     for (int cpu : online_cpus()) {
-        attr.wakeup_watermark = uint32_t(pages * size_t(page) / 2);
-        int efd = int(syscall(SYS_perf_event_open, &attr, pid, cpu, -1,
-                              PERF_FLAG_FD_CLOEXEC));
-        if (efd < 0) {
-            why = "perf_event_open(lwp/" + std::string(kEventNames[id]) +
-                  "/u) on CPU " + std::to_string(cpu) + ": " +
-                  strerror(errno);
-            break;
-        }
-        void *base = MAP_FAILED;
         // an unprivileged user has perf_event_mlock_kb (516 KiB) for all
-        // CPUs: a smaller ring then
-        for (size_t n = pages; n >= 8 && base == MAP_FAILED; n /= 2) {
+        // CPUs: a smaller ring then, its event opened again with a wakeup
+        // watermark that fits it
+        size_t n = pages;
+        void *base = MAP_FAILED;
+        int efd = -1;
+        while (base == MAP_FAILED && n >= 1) {
+            attr.wakeup_watermark = uint32_t(n * size_t(page) / 2);
+            efd = int(syscall(SYS_perf_event_open, &attr, pid, cpu, -1,
+                              PERF_FLAG_FD_CLOEXEC));
+            if (efd < 0) {
+                why = "perf_event_open(lwp/" +
+                      std::string(kEventNames[id]) + "/u) on CPU " +
+                      std::to_string(cpu) + ": " + strerror(errno);
+                break;
+            }
             base = mmap(nullptr, (n + 1) * size_t(page),
                         PROT_READ | PROT_WRITE, MAP_SHARED, efd, 0);
-            if (base != MAP_FAILED) {
-                pages = n;
-                rings.emplace_back(efd, cpu, base, (n + 1) * size_t(page));
-            } else if (errno != EPERM && errno != ENOMEM) {
-                break;
+            if (base == MAP_FAILED) {
+                int err = errno;
+                close(efd);
+                if (err != EPERM && err != ENOMEM) {
+                    n = 0;
+                }
+                why = std::string("mmap of the perf ring: ") + strerror(err);
+                n /= 2;
             }
         }
         if (base == MAP_FAILED) {
-            why = std::string("mmap of the perf ring: ") + strerror(errno);
-            close(efd);
             break;
         }
+        why.clear();
+        pages = n;
+        rings.emplace_back(efd, cpu, base, (n + 1) * size_t(page));
     }
     if (!why.empty() || rings.empty()) {
         kill(pid, SIGKILL);
@@ -1648,14 +1674,24 @@ int record_perf(const RecordOpts &o, const std::string &prog, int id,
              1u << id, kEventNames[id], interval, pages * size_t(page));
     PerfWriter w(fd);
     w.text(LWPPROF_INFO, info);
+    if (!w.ok()) {
+        kill(pid, SIGKILL);
+        waitpid(pid, nullptr, 0);
+        die(125, "%s: write failed", out.c_str());
+    }
     if (!o.quiet) {
         fprintf(stderr, "lwp-prof: recording %s (%s:%lu, native, the "
                 "kernel's lwp perf PMU) into %s\n", o.argv[0].c_str(),
                 kEventNames[id], interval, o.output.c_str());
     }
+    // (the program may be gone already, killed by a forwarded signal)
+    struct sigaction ign {}, old;
+    ign.sa_handler = SIG_IGN;
+    sigaction(SIGPIPE, &ign, &old);
     if (write(go[1], "g", 1) != 1) {
-        die(125, "the program did not start");
+        // gone: waitpid says how
     }
+    sigaction(SIGPIPE, &old, nullptr);
     close(go[1]);
 
     std::vector<PerfEvent> ev;
@@ -1687,6 +1723,19 @@ int record_perf(const RecordOpts &o, const std::string &prog, int id,
     std::stable_sort(ev.begin(), ev.end(), [](const auto &a, const auto &b) {
         return a.time != b.time ? a.time < b.time : a.seq < b.seq;
     });
+    int rc;
+    lwpprof_end end = end_of(status, &rc);
+    if (ev.empty()) {
+        // enable_on_exec never fired: the program did not run (its exec
+        // failed, with its message above, or a signal ended it first)
+        close(fd);
+        unlink(out.c_str());
+        if (!o.quiet) {
+            fprintf(stderr, "lwp-prof: %s did not start: nothing "
+                    "recorded\n", o.argv[0].c_str());
+        }
+        return rc;
+    }
     std::set<std::string> files;
     uint64_t samples = perf_chunks(w, ev, uint32_t(pid), prog, id, files);
     std::string objects;
@@ -1703,8 +1752,6 @@ int record_perf(const RecordOpts &o, const std::string &prog, int id,
     if (!objects.empty()) {
         w.text(LWPPROF_OBJECTS, objects);
     }
-    int rc;
-    lwpprof_end end = end_of(status, &rc);
     w.chunk(LWPPROF_END, &end, sizeof(end));
     if (!w.ok() || close(fd) != 0) {
         die(125, "%s: write failed", out.c_str());
