@@ -1355,18 +1355,31 @@ struct PerfProc {
     std::string exe;
 };
 
-// Turn the events (sorted by time) into chunks.  Returns the samples.
-uint64_t perf_chunks(PerfWriter &w, const std::vector<PerfEvent> &ev,
-                     uint32_t main, const std::string &exe, int id,
-                     std::set<std::string> &files)
-{
+// What perf_chunks() knows of the recording so far
+struct PerfState {
     std::map<uint32_t, PerfProc> procs;
     std::map<uint32_t, uint32_t> seq_of, pid_of;      // by tid
     std::map<uint32_t, uint64_t> records_of;          // by tid
     std::vector<uint8_t> batch;     // RECORDS of one thread, being built
     uint32_t batch_tid = 0;
     uint64_t samples = 0, lost = 0, throttled = 0;
-    bool main_exec = false;
+    bool main_exec = false, started = false;
+    std::set<std::string> files;    // the files mapped
+};
+
+// Turn @n events, in time order and after those of the calls before,
+// into chunks; @last: the recording's end
+void perf_chunks(PerfWriter &w, PerfState &st, const PerfEvent *ev, size_t n,
+                 uint32_t main, const std::string &exe, int id, bool last)
+{
+    auto &procs = st.procs;
+    auto &seq_of = st.seq_of;
+    auto &pid_of = st.pid_of;
+    auto &records_of = st.records_of;
+    auto &batch = st.batch;
+    auto &batch_tid = st.batch_tid;
+    auto &main_exec = st.main_exec;
+    auto &files = st.files;
 
     auto flush = [&]() {
         if (batch.size() > 8) {
@@ -1426,11 +1439,19 @@ uint64_t perf_chunks(PerfWriter &w, const std::vector<PerfEvent> &ev,
         start_thread(pid, pid);
     };
 
-    batch.assign(8, 0);
-    procs[main].exe = exe;
-    procs[main].ppid = uint32_t(getpid());
-    start_thread(main, main);
-    for (const PerfEvent &e : ev) {
+    if (!st.started) {
+        st.started = true;
+        batch.assign(8, 0);
+        procs[main].exe = exe;
+        procs[main].ppid = uint32_t(getpid());
+        start_thread(main, main);
+    }
+    struct {
+        const PerfEvent *b, *e;
+        const PerfEvent *begin() const { return b; }
+        const PerfEvent *end() const { return e; }
+    } range{ev, ev + n};
+    for (const PerfEvent &e : range) {
         switch (e.type) {
         case PERF_RECORD_SAMPLE: {
             named(e.pid, procs[e.pid].exe);
@@ -1451,7 +1472,7 @@ uint64_t perf_chunks(PerfWriter &w, const std::vector<PerfEvent> &ev,
             batch.insert(batch.end(), r, r + sizeof(r));
             records_of[e.tid]++;
             procs[e.pid].records++;
-            samples++;
+            st.samples++;
             break;
         }
         case PERF_RECORD_MMAP2: {
@@ -1521,25 +1542,27 @@ uint64_t perf_chunks(PerfWriter &w, const std::vector<PerfEvent> &ev,
             break;
         }
         case PERF_RECORD_LOST:
-            lost += e.lost;
+            st.lost += e.lost;
             break;
         case PERF_RECORD_THROTTLE:
-            throttled++;
+            st.throttled++;
             break;
         }
     }
     flush();
-    if (lost) {
+    if (!last) {
+        return;
+    }
+    if (st.lost) {
         w.text(LWPPROF_NOTE, "perf-lost: perf's ring lost " +
-                                 std::to_string(lost) +
+                                 std::to_string(st.lost) +
                                  " records (a larger --ring-kb keeps them)");
     }
-    if (throttled) {
+    if (st.throttled) {
         w.text(LWPPROF_NOTE, "perf-throttled: the kernel throttled the "
-                             "event " + std::to_string(throttled) +
+                             "event " + std::to_string(st.throttled) +
                              " times (kernel.perf_event_max_sample_rate)");
     }
-    return samples;
 }
 
 // record --perf: returns the program's exit status as record does
@@ -1694,17 +1717,41 @@ int record_perf(const RecordOpts &o, const std::string &prog, int id,
     sigaction(SIGPIPE, &old, nullptr);
     close(go[1]);
 
+    // The records drained and not yet written, in time order.  perf
+    // takes a record's time and writes it with preemption off: once a
+    // drain has begun, a record older than a second before it is in a
+    // ring already, and goes to the file with all before it.
     std::vector<PerfEvent> ev;
+    PerfState st;
     uint64_t seq = 0;
     int status = 0;
+    bool any = false;
+    auto by_time = [](const PerfEvent &a, const PerfEvent &b) {
+        return a.time != b.time ? a.time < b.time : a.seq < b.seq;
+    };
     std::vector<pollfd> pfd;
     for (auto &r : rings) {
         pfd.push_back({r.fd(), POLLIN, 0});
     }
     for (;;) {
+        struct timespec now;
         poll(pfd.data(), pfd.size(), 100);
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        uint64_t ns = uint64_t(now.tv_sec) * 1000000000 +
+                      uint64_t(now.tv_nsec);
+        uint64_t mark = ns > 1000000000 ? ns - 1000000000 : 0;
         for (auto &r : rings) {
             r.drain(dme, ev, seq);
+        }
+        any |= !ev.empty();
+        std::stable_sort(ev.begin(), ev.end(), by_time);
+        size_t k = size_t(std::partition_point(
+            ev.begin(), ev.end(),
+            [mark](const PerfEvent &e) { return e.time < mark; }) -
+            ev.begin());
+        if (k) {
+            perf_chunks(w, st, ev.data(), k, uint32_t(pid), prog, id, false);
+            ev.erase(ev.begin(), ev.begin() + ptrdiff_t(k));
         }
         pid_t r = waitpid(pid, &status, WNOHANG);
         if (r == pid) {
@@ -1720,12 +1767,11 @@ int record_perf(const RecordOpts &o, const std::string &prog, int id,
         r.drain(dme, ev, seq);
         r.close_ring();
     }
-    std::stable_sort(ev.begin(), ev.end(), [](const auto &a, const auto &b) {
-        return a.time != b.time ? a.time < b.time : a.seq < b.seq;
-    });
+    any |= !ev.empty();
+    std::stable_sort(ev.begin(), ev.end(), by_time);
     int rc;
     lwpprof_end end = end_of(status, &rc);
-    if (ev.empty()) {
+    if (!any) {
         // enable_on_exec never fired: the program did not run (its exec
         // failed, with its message above, or a signal ended it first)
         close(fd);
@@ -1736,10 +1782,10 @@ int record_perf(const RecordOpts &o, const std::string &prog, int id,
         }
         return rc;
     }
-    std::set<std::string> files;
-    uint64_t samples = perf_chunks(w, ev, uint32_t(pid), prog, id, files);
+    perf_chunks(w, st, ev.data(), ev.size(), uint32_t(pid), prog, id, true);
+    uint64_t samples = st.samples;
     std::string objects;
-    for (const auto &f : files) {
+    for (const auto &f : st.files) {
         struct stat st;
         if (stat(f.c_str(), &st) == 0) {
             char line[64];
